@@ -1,0 +1,40 @@
+# Two commands do all the set-up on a fresh machine (see README):
+#   make demo   - create .venv, install dpgl, run the default demo
+#   make test   - create .venv, install dpgl with dev tools, run ruff and the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.dpgl-installed
+# Tests and CI read the offline dataset copies beside the checkout when they exist.
+DPGL_DATA_DIR ?= $(abspath ../shared/datasets)
+export DPGL_DATA_DIR
+
+.PHONY: demo test test-slow lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first, pinned: an unpinned torch would pull the multi-GB CUDA build.
+	$(BIN)/pip install --quiet -c constraints.txt torch==2.13.0
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dpgl demo --output demo-output
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache .ruff_cache .mypy_cache

@@ -1,0 +1,309 @@
+"""Command-line interface (thin: parse, call the layers, print).
+
+Every user error is a :class:`~dpgl.errors.DpglError`; it is printed as one line
+(``error: ...``) with exit code 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dpgl.errors import ConfigError, DpglError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="dpgl: differentially private graph learning (train, run grids, report, audit).",
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="Dataset directory (default: $DPGL_DATA_DIR, else the user cache)."
+    ),
+]
+
+
+def _parse_param(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise ConfigError(f"--param expects NAME=VALUE, got {text!r}")
+    name, raw = text.split("=", 1)
+    import yaml
+
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw
+    return name.strip(), value
+
+
+@app.command()
+def datasets(
+    data_dir: DataDir = None, as_json: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """List every known dataset, whether it is available locally, and its statistics."""
+    from dpgl.datasets import dataset_info, list_datasets, resolve_data_dir
+
+    root = resolve_data_dir(data_dir)
+    infos = [dataset_info(name, root) for name in list_datasets()]
+    if as_json:
+        out.print_json(json.dumps([_info_dict(i) for i in infos]))
+        return
+    table = Table(title=f"datasets in {root}")
+    for col in (
+        "name",
+        "kind",
+        "available",
+        "nodes",
+        "edges",
+        "features",
+        "classes",
+        "graphs",
+        "note",
+    ):
+        table.add_column(
+            col,
+            justify="right"
+            if col in ("nodes", "edges", "features", "classes", "graphs")
+            else "left",
+        )
+    for i in infos:
+        note = i.note or ("missing: " + ", ".join(i.missing) if i.missing else "")
+        table.add_row(
+            i.name,
+            i.kind,
+            "yes" if i.available else "no",
+            _fmt(i.nodes),
+            _fmt(i.edges),
+            _fmt(i.features),
+            _fmt(i.classes),
+            _fmt(i.graphs),
+            note,
+        )
+    out.print(table)
+
+
+def _info_dict(info: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(info)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.1f}"
+    return f"{v:,}"
+
+
+@app.command()
+def methods(task: Annotated[str | None, typer.Option(help="node or graph")] = None) -> None:
+    """List the registered methods."""
+    from dpgl.methods import get_method, list_methods
+
+    table = Table()
+    for col in ("method", "tasks", "private", "description"):
+        table.add_column(col)
+    for name in list_methods(task):
+        m = get_method(name)
+        table.add_row(name, ",".join(m.tasks), "yes" if m.private else "no", m.summary)
+    out.print(table)
+
+
+@app.command()
+def train(
+    dataset: Annotated[str, typer.Option(help="Dataset name (see `dpgl datasets`).")],
+    method: Annotated[str, typer.Option(help="Method name (see `dpgl methods`).")] = "none",
+    model: Annotated[str, typer.Option(help="Model: mlp, gcn, sage, gat (node task).")] = "gcn",
+    task: Annotated[str, typer.Option(help="node or graph.")] = "node",
+    epsilon: Annotated[
+        float | None, typer.Option(help="Total privacy budget (private methods).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same numbers.")] = 0,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="Hyper-parameter NAME=VALUE (repeatable)."),
+    ] = None,
+    data_dir: DataDir = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Train and evaluate one run; print its metrics and privacy report."""
+    from dpgl.experiments.config import RunConfig
+    from dpgl.experiments.execute import execute_run
+    from dpgl.privacy import PrivacyReport
+
+    params = dict(_parse_param(p) for p in (param or []))
+    config = RunConfig(
+        task=task,
+        dataset=dataset,
+        method=method,
+        model=model,
+        epsilon=epsilon,
+        seed=seed,
+        params=params,
+    )
+    result = execute_run(config, data_dir=data_dir)
+    if as_json:
+        payload = {"config": config.canonical(), **result.model_dump()}
+        payload.update(result.metrics)
+        sys.stdout.write(json.dumps(_json_safe(payload), sort_keys=True) + "\n")
+        return
+    table = Table(title=config.label())
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in sorted(result.metrics.items()):
+        table.add_row(k, f"{v:.4f}")
+    table.add_row("seconds", f"{result.timing['total']:.2f}")
+    out.print(table)
+    out.print(PrivacyReport.from_dict(result.privacy).render())
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+@app.command()
+def run(
+    grid: Annotated[Path, typer.Argument(help="Grid YAML file.")],
+    store: Annotated[
+        Path | None, typer.Option(help="SQLite run store (default: runs/<grid name>.sqlite).")
+    ] = None,
+    data_dir: DataDir = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    report_dir: Annotated[
+        Path | None, typer.Option("--report", help="Write tables and plots here when done.")
+    ] = None,
+) -> None:
+    """Run a grid; finished runs are stored and skipped when the grid is run again."""
+    from dpgl.experiments.execute import execute_run, validate_config
+    from dpgl.experiments.grid import load_grid
+    from dpgl.experiments.report import write_report
+    from dpgl.experiments.runner import run_grid
+    from dpgl.experiments.store import RunStore
+    from dpgl.methods import get_method
+
+    spec = load_grid(grid)
+    configs = spec.expand(lambda m: get_method(m).private)
+    for c in configs:
+        validate_config(c)
+    path = store or Path("runs") / f"{spec.name}.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with RunStore(path) as st:
+        outcome = run_grid(
+            configs,
+            st,
+            lambda c: execute_run(c, data_dir=data_dir),
+            progress=not quiet,
+            grid_name=spec.name,
+        )
+        err.print(outcome.summary())
+        if report_dir is not None:
+            for p in write_report(
+                st,
+                report_dir,
+                selection=spec.selection,
+                keys=[c.key() for c in configs],
+                title=spec.name,
+            ):
+                err.print(f"wrote {p}")
+    if not outcome.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    store: Annotated[Path, typer.Argument(help="SQLite run store written by `dpgl run`.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("report"),
+    grid: Annotated[Path | None, typer.Option(help="Grid YAML: use its selection rule.")] = None,
+) -> None:
+    """Turn stored runs into mean +- std tables (markdown, CSV) and privacy-utility plots."""
+    from dpgl.experiments.grid import load_grid
+    from dpgl.experiments.report import write_report
+    from dpgl.experiments.store import RunStore
+
+    if not store.exists():
+        raise ConfigError(f"run store {store} does not exist")
+    selection = load_grid(grid).selection if grid else None
+    with RunStore(store) as st:
+        paths = write_report(st, out_dir, selection=selection)
+    for p in paths:
+        out.print(f"wrote {p}")
+    md = [p for p in paths if p.suffix == ".md"]
+    if md:
+        out.print(md[0].read_text())
+
+
+@app.command()
+def audit(
+    mechanism: Annotated[str, typer.Argument(help="Mechanism name (see --list).")] = "",
+    epsilon: Annotated[float, typer.Option(help="The claimed epsilon to audit.")] = 1.0,
+    trials: Annotated[int, typer.Option(help="Samples per neighbouring input.")] = 200_000,
+    confidence: Annotated[float, typer.Option(help="Clopper-Pearson confidence.")] = 0.95,
+    seed: Annotated[int, typer.Option()] = 0,
+    list_: Annotated[bool, typer.Option("--list", help="List auditable mechanisms.")] = False,
+) -> None:
+    """Statistically audit a mechanism: fail if the empirical epsilon lower bound exceeds
+    the claim."""
+    from dpgl.privacy.audit import list_auditable, run_audit
+
+    if list_ or not mechanism:
+        for name in list_auditable():
+            out.print(name)
+        return
+    res = run_audit(mechanism, epsilon, trials=trials, confidence=confidence, seed=seed)
+    verdict = "PASS" if res.passed else "FAIL"
+    out.print(
+        f"{verdict} {res.mechanism}: claimed epsilon {res.claimed_epsilon:g}, empirical lower "
+        f"bound {res.empirical_lower_bound:.4f} ({confidence:.0%} Clopper-Pearson, "
+        f"{res.trials} trials)"
+    )
+    if not res.passed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    output: Annotated[
+        Path, typer.Option(help="Output directory for the store, table and plot.")
+    ] = Path("demo-output"),
+    seeds: Annotated[int, typer.Option(help="Seeds per configuration.")] = 3,
+) -> None:
+    """The default demo: a small privacy-utility comparison on the built-in synthetic graph
+    (no files, no network)."""
+    from dpgl.experiments.demo import run_demo
+
+    run_demo(output, seeds=seeds, console=out)
+
+
+def main() -> None:
+    """Entry point: run the app, turning user errors into one-line messages."""
+    try:
+        app()
+    except DpglError as e:
+        err.print(f"[red]error:[/red] {e}", markup=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

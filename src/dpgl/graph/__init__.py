@@ -1,0 +1,1 @@
+"""Sparse graph helpers shared by the other layers (pairs, propagation, symmetrization, splits)."""

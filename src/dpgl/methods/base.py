@@ -1,0 +1,93 @@
+"""The method registry: one recipe per paper method, registered by name.
+
+A method turns (dataset, split, budget, seed) into metrics plus a privacy report: it runs
+the client-side randomizers, the server-side estimator and the model/trainer, and records
+every release in the run's :class:`~dpgl.privacy.Accountant`. Adding a method touches one
+module (plus its tests): subclass :class:`Method` and decorate it with :func:`register`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpgl.errors import ConfigError, unknown_name
+from dpgl.methods.params import Params
+
+
+@dataclass
+class RunContext:
+    """Everything a method needs for one run."""
+
+    task: str
+    dataset: Any  # torch_geometric Data (node task) or GraphDataset (graph task); never mutated
+    model: str
+    params: Params
+    epsilon: float | None
+    seed: int
+    rng: np.random.Generator
+    accountant: Any  # dpgl.privacy.Accountant
+
+
+@dataclass
+class MethodOutput:
+    metrics: dict[str, float]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Method(ABC):
+    """Base class of a registered method."""
+
+    name: ClassVar[str]
+    tasks: ClassVar[tuple[str, ...]] = ("node",)
+    private: ClassVar[bool] = True  # takes an epsilon
+    models: ClassVar[tuple[str, ...] | None] = None  # allowed models (None: any of the task's)
+    summary: ClassVar[str] = ""
+    params_for_task: ClassVar[dict[str, type[Params]]] = {}
+
+    def params_model(self, task: str) -> type[Params]:
+        return self.params_for_task[task]
+
+    @abstractmethod
+    def fit(self, ctx: RunContext) -> MethodOutput:
+        """Run the method; record privacy spending in ``ctx.accountant``."""
+
+
+_REGISTRY: dict[str, type[Method]] = {}
+
+
+def register(cls: type[Method]) -> type[Method]:
+    """Class decorator: add a method to the registry under ``cls.name``."""
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"method name {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_method(name: str) -> Method:
+    """The registered method ``name`` (ConfigError listing the allowed names otherwise)."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise unknown_name("method", name, list(_REGISTRY))
+    return _REGISTRY[name]()
+
+
+def list_methods(task: str | None = None) -> list[str]:
+    _load_builtin()
+    return sorted(n for n, c in _REGISTRY.items() if task is None or task in c.tasks)
+
+
+def check_task(method: Method, task: str) -> None:
+    if task not in method.tasks:
+        raise ConfigError(
+            f"method {method.name!r} does not support task {task!r} (it supports: "
+            f"{', '.join(method.tasks)}); methods for {task!r}: {', '.join(list_methods(task))}"
+        )
+
+
+def _load_builtin() -> None:
+    # Importing the modules runs their @register decorators.
+    from dpgl.methods import baselines  # noqa: F401

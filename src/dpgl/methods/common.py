@@ -1,0 +1,131 @@
+"""Steps shared by the method recipes: splitting, training a node model on a (possibly
+estimated) graph, and the graph-classification pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from dpgl.graph.splits import graph_split, random_node_split
+from dpgl.methods.base import MethodOutput, RunContext
+from dpgl.methods.params import GraphParams, NodeParams
+from dpgl.nn import ModelConfig, PreparedGraph, build_node_model
+from dpgl.nn.gin import GIN
+from dpgl.rng import spawn
+from dpgl.train import GraphTrainConfig, TrainConfig, train_graph_classifier, train_node_classifier
+
+
+def node_split(ctx: RunContext, data: Data) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The run's node split (seeded by the run's generator)."""
+    p = ctx.params
+    assert isinstance(p, NodeParams)
+    split = random_node_split(
+        data.num_nodes,
+        train=p.train_ratio,
+        val=p.val_ratio,
+        test=p.test_ratio,
+        rng=ctx.rng,
+        stratify=p.stratify,
+        labels=data.y,
+        label_rate=p.label_rate,
+    )
+    return split.train, split.val, split.test
+
+
+def train_node_model(
+    ctx: RunContext,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    graph: PreparedGraph | None,
+    *,
+    model: str | None = None,
+    train_targets: torch.Tensor | None = None,
+) -> MethodOutput:
+    """Train ``model`` (default: the run's model) on features ``x`` over ``graph``."""
+    p = ctx.params
+    assert isinstance(p, NodeParams)
+    kind = model or ctx.model
+    arch = ModelConfig(
+        hidden=p.hidden,
+        num_layers=p.num_layers,
+        dropout=p.dropout,
+        input_dropout=p.input_dropout,
+        activation=p.activation,
+        batch_norm=p.batch_norm,
+    )
+    num_classes = int(y.max()) + 1
+    with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
+        net = build_node_model(kind, x.size(1), num_classes, arch)
+    result = train_node_classifier(
+        net,
+        lambda m: m(x, graph),
+        y,
+        *split,
+        TrainConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs, patience=p.patience),
+        seed=int(ctx.rng.integers(2**31)),
+        train_targets=train_targets,
+    )
+    info = {
+        "best_epoch": result.best_epoch,
+        "epochs_run": result.epochs_run,
+        "train_seconds": result.seconds,
+    }
+    if graph is not None:
+        info["train_graph_edges"] = graph.num_edges
+    return MethodOutput(result.metrics, info)
+
+
+def run_graph_classification(
+    ctx: RunContext,
+    randomize: Callable[[list[Data], np.random.Generator], list[Data]] | None = None,
+) -> MethodOutput:
+    """GIN-0 on a graph dataset (DPRR Sec. 5.1). ``randomize`` maps the list of graphs to
+    what the server receives (the users' randomized neighbor lists); ``None`` = true graphs.
+    Node features are constant (unattributed graphs)."""
+    p = ctx.params
+    assert isinstance(p, GraphParams)
+    ds = ctx.dataset
+    labels = ds.y
+    split_rng, noise_rng = spawn(ctx.rng, 2)
+    tr, va, te = graph_split(labels, p.train_ratio, p.val_ratio, p.test_ratio, rng=split_rng)
+    graphs = list(ds.graphs)
+    if randomize is not None:
+        graphs = randomize(graphs, noise_rng)
+    graphs = [
+        Data(
+            x=torch.ones(g.num_nodes, 1),
+            edge_index=g.edge_index,
+            y=g.y.view(-1),
+            num_nodes=g.num_nodes,
+        )
+        for g in graphs
+    ]
+    pick = lambda idx: [graphs[int(i)] for i in idx]  # noqa: E731
+    with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
+        model = GIN(1, ds.num_classes, hidden=p.hidden, num_layers=p.num_layers, dropout=p.dropout)
+    result = train_graph_classifier(
+        model,
+        pick(tr),
+        pick(va),
+        pick(te),
+        GraphTrainConfig(
+            lr=p.lr,
+            weight_decay=p.weight_decay,
+            epochs=p.epochs,
+            patience=p.patience,
+            batch_size=p.batch_size,
+        ),
+        seed=int(ctx.rng.integers(2**31)),
+    )
+    return MethodOutput(
+        result.metrics,
+        {
+            "best_epoch": result.best_epoch,
+            "epochs_run": result.epochs_run,
+            "train_seconds": result.seconds,
+        },
+    )

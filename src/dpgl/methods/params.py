@@ -1,0 +1,90 @@
+"""Hyper-parameters shared by the methods, validated with pydantic (unknown names and bad
+values become one-line :class:`~dpgl.errors.ConfigError`). Methods subclass these to add
+their own options."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dpgl.errors import ConfigError
+
+
+class Params(BaseModel):
+    """Base: frozen, unknown keys refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @classmethod
+    def parse(cls, data: dict[str, Any], method: str) -> Params:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            err = e.errors(include_url=False)[0]
+            field = ".".join(str(p) for p in err["loc"]) or "params"
+            if err["type"] == "extra_forbidden":
+                allowed = ", ".join(sorted(cls.model_fields))
+                raise ConfigError(
+                    f"method {method!r} has no parameter {field!r}; allowed: {allowed}"
+                ) from None
+            raise ConfigError(f"method {method!r}: parameter {field!r}: {err['msg']}") from None
+
+
+class DataParams(Params):
+    """Dataset preprocessing (see :func:`dpgl.datasets.load_dataset`)."""
+
+    features: Literal["raw", "one-hot-degree"] = "raw"
+    normalize_features: bool = False
+    largest_component: bool = False
+    top_k_classes: int | None = Field(None, ge=2)
+
+
+class NodeParams(DataParams):
+    """Node classification: split, architecture and optimizer."""
+
+    train_ratio: float = Field(0.5, gt=0, lt=1)
+    val_ratio: float = Field(0.25, ge=0, lt=1)
+    test_ratio: float = Field(0.25, gt=0, lt=1)
+    stratify: bool = False
+    label_rate: float | None = Field(None, gt=0, lt=1)
+    hidden: int = Field(16, ge=1)
+    num_layers: int = Field(2, ge=1)
+    dropout: float = Field(0.5, ge=0, lt=1)
+    input_dropout: float = Field(0.0, ge=0, lt=1)
+    activation: Literal["relu", "selu", "elu", "tanh"] = "relu"
+    batch_norm: bool = False
+    lr: float = Field(0.01, gt=0)
+    weight_decay: float = Field(5e-4, ge=0)
+    epochs: int = Field(200, ge=1)
+    patience: int | None = Field(50, ge=1)
+
+    @model_validator(mode="after")
+    def _ratios(self) -> NodeParams:
+        total = self.train_ratio + self.val_ratio + self.test_ratio
+        if total > 1 + 1e-9:
+            raise ValueError(f"train_ratio + val_ratio + test_ratio = {total:g} exceeds 1")
+        return self
+
+
+class GraphParams(DataParams):
+    """Graph classification with GIN-0 (DPRR Sec. 5.1 defaults: 75/10/15 split, batch 64)."""
+
+    train_ratio: float = Field(0.75, gt=0, lt=1)
+    val_ratio: float = Field(0.10, ge=0, lt=1)
+    test_ratio: float = Field(0.15, gt=0, lt=1)
+    hidden: int = Field(64, ge=1)
+    num_layers: int = Field(5, ge=1)
+    dropout: float = Field(0.5, ge=0, lt=1)
+    lr: float = Field(0.01, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    batch_size: int = Field(64, ge=1)
+    epochs: int = Field(500, ge=1)
+    patience: int | None = Field(50, ge=1)
+
+    @model_validator(mode="after")
+    def _ratios(self) -> GraphParams:
+        total = self.train_ratio + self.val_ratio + self.test_ratio
+        if total > 1 + 1e-9:
+            raise ValueError(f"train_ratio + val_ratio + test_ratio = {total:g} exceeds 1")
+        return self

@@ -1,0 +1,44 @@
+"""A graph prepared once for full-batch training: the edge list plus lazily built,
+pre-normalized CSR propagation matrices (see :mod:`dpgl.graph.propagation`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from dpgl.graph.propagation import check_edge_index, gcn_normalized, mean_normalized
+
+
+@dataclass
+class PreparedGraph:
+    """Edges (``edge_index`` [2, E], optional ``edge_weight`` [E]) of an estimated or true
+    graph on ``num_nodes`` nodes. Propagation matrices are computed on first use and cached,
+    so every epoch of every layer reuses them."""
+
+    edge_index: torch.Tensor
+    num_nodes: int
+    edge_weight: torch.Tensor | None = None
+    _cache: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        check_edge_index(self.edge_index, self.num_nodes)
+        self.edge_index = self.edge_index.long()
+        if self.edge_weight is not None:
+            self.edge_weight = self.edge_weight.float()
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_index.size(1))
+
+    def gcn_adj(self) -> torch.Tensor:
+        """``D^-1/2 (A + I) D^-1/2`` as CSR (rows = targets)."""
+        if "gcn" not in self._cache:
+            self._cache["gcn"] = gcn_normalized(self.edge_index, self.num_nodes, self.edge_weight)
+        return self._cache["gcn"]
+
+    def mean_adj(self) -> torch.Tensor:
+        """Weighted mean over in-neighbours, ``D^-1 A``, as CSR."""
+        if "mean" not in self._cache:
+            self._cache["mean"] = mean_normalized(self.edge_index, self.num_nodes, self.edge_weight)
+        return self._cache["mean"]

@@ -1,0 +1,112 @@
+"""Full-batch node-classification trainer: Adam with weight decay, model selection on the
+validation set (best epoch), optional early stopping. Deterministic given ``seed``: the torch
+RNG is forked, so the caller's global torch state is left untouched."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from dpgl.errors import ConfigError
+from dpgl.train.metrics import accuracy, f1_scores
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    epochs: int = 200
+    patience: int | None = 50  # epochs without validation improvement; None = run all epochs
+
+    def __post_init__(self) -> None:
+        if self.lr <= 0 or self.weight_decay < 0 or self.epochs < 1:
+            raise ConfigError("need lr > 0, weight_decay >= 0 and epochs >= 1")
+        if self.patience is not None and self.patience < 1:
+            raise ConfigError("patience must be >= 1 or None")
+
+
+@dataclass
+class TrainResult:
+    metrics: dict[str, float]
+    best_epoch: int
+    epochs_run: int
+    seconds: float
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def _evaluate(
+    logits: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, num_classes: int
+) -> dict[str, float]:
+    pred = logits[idx].argmax(-1).numpy()
+    true = y[idx].numpy()
+    micro, macro = f1_scores(pred, true, num_classes)
+    loss = float(F.cross_entropy(logits[idx], y[idx])) if idx.numel() else float("nan")
+    return {"accuracy": accuracy(pred, true), "f1_micro": micro, "f1_macro": macro, "loss": loss}
+
+
+def train_node_classifier(
+    model: nn.Module,
+    forward: Callable[[nn.Module], torch.Tensor],
+    y: torch.Tensor,
+    train_idx: torch.Tensor,
+    val_idx: torch.Tensor,
+    test_idx: torch.Tensor,
+    config: TrainConfig,
+    *,
+    seed: int,
+    train_targets: torch.Tensor | None = None,
+) -> TrainResult:
+    """Train ``model`` full batch; ``forward(model)`` returns logits for all nodes.
+
+    ``train_targets`` (default ``y``) are the labels used in the loss: label-private methods
+    pass their noisy/denoised labels here while validation and test use the true ``y`` held
+    by the evaluator. Model selection: the epoch with the best validation accuracy (ties:
+    lower validation loss). Returns train/val/test accuracy, micro-F1 and macro-F1.
+    """
+    if train_idx.numel() == 0:
+        raise ConfigError("the training split is empty")
+    targets = y if train_targets is None else train_targets
+    num_classes = int(max(int(y.max()), int(targets.max())) + 1)
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for module in model.modules():
+            if module is not model and hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+        opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        best: tuple[float, float] = (-1.0, float("inf"))
+        best_state = copy.deepcopy(model.state_dict())
+        best_epoch, since_best, epoch = 0, 0, 0
+        for epoch in range(1, config.epochs + 1):
+            model.train()
+            opt.zero_grad()
+            loss = F.cross_entropy(forward(model)[train_idx], targets[train_idx])
+            loss.backward()
+            opt.step()
+            model.eval()
+            with torch.no_grad():
+                val = _evaluate(forward(model), y, val_idx, num_classes)
+            score = (val["accuracy"], val["loss"])
+            if score[0] > best[0] or (score[0] == best[0] and score[1] < best[1]):
+                best, best_epoch, since_best = score, epoch, 0
+                best_state = copy.deepcopy(model.state_dict())
+            else:
+                since_best += 1
+                if config.patience is not None and since_best >= config.patience:
+                    break
+        model.load_state_dict(best_state)
+        model.eval()
+        with torch.no_grad():
+            logits = forward(model)
+    metrics: dict[str, float] = {}
+    for part, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx)):
+        labels = targets if part == "train" else y
+        for k, v in _evaluate(logits, labels, idx, num_classes).items():
+            metrics[f"{part}_{k}"] = v
+    return TrainResult(metrics, best_epoch, epoch, time.perf_counter() - start)
