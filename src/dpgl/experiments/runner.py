@@ -1,0 +1,255 @@
+"""Run a grid into a :class:`~dpgl.experiments.store.RunStore`, resumably.
+
+:func:`run_grid` runs every configuration whose key is not yet stored, in the grid's
+deterministic order, and stores each one as soon as it finishes. Resume semantics:
+
+* A finished run is one row; re-running the same grid skips it (``skipped_existing``).
+* A run that raised is reported (``failures``) and NOT stored, so the next invocation
+  retries it. With ``fail_fast=True`` the first failure stops the grid and is re-raised.
+* Ctrl-C (SIGINT) during a run abandons that run (nothing stored); during the store write it
+  is held back until the row is committed. Either way the grid stops and
+  :class:`GridInterrupted` (a ``KeyboardInterrupt``; the CLI exits with 130) is raised.
+* ``kill -9`` at any point loses at most the run in progress (SQLite's transaction is atomic).
+
+Since the stored rows depend only on the configurations (the run function must be
+deterministic given its :class:`RunConfig`), an interrupted-and-resumed grid ends with the same
+rows, hence the same report, as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpgl.errors import ConfigError
+from dpgl.experiments.config import RunConfig, RunResult
+from dpgl.experiments.grid import GridSpec
+from dpgl.experiments.store import RunStore
+
+RunFn = Callable[[RunConfig], RunResult]
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A run that raised: its configuration and a one-line ``Type: message``."""
+
+    config: RunConfig
+    error: str
+    traceback: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.config.key()
+
+
+@dataclass
+class GridOutcome:
+    """What :func:`run_grid` did. ``total`` = distinct configurations in the grid."""
+
+    total: int = 0
+    skipped_existing: int = 0
+    ran: int = 0
+    failed: int = 0
+    failures: list[RunFailure] = field(default_factory=list)
+    interrupted: bool = False
+    seconds: float = 0.0
+
+    @property
+    def remaining(self) -> int:
+        """Configurations neither stored before nor stored now (failed or not reached)."""
+        return self.total - self.skipped_existing - self.ran
+
+    @property
+    def ok(self) -> bool:
+        """Every configuration of the grid is stored."""
+        return self.remaining == 0
+
+    def summary(self) -> str:
+        text = (f"{self.total} runs: {self.skipped_existing} already stored, {self.ran} ran, "
+                f"{self.failed} failed ({self.seconds:.1f} s)")
+        if self.interrupted:
+            text += f"; interrupted with {self.remaining} left (re-run to resume)"
+        return text
+
+
+class GridInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped :func:`run_grid`; ``outcome`` says what was stored before."""
+
+    def __init__(self, outcome: GridOutcome) -> None:
+        super().__init__(outcome.summary())
+        self.outcome = outcome
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold SIGINT back until the block is done (only possible in the main thread)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is None):  # not ours to replace
+        yield
+        return
+    received: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    except ValueError:  # signals unavailable here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:  # deliver the held-back signal to the handler it was meant for
+            if callable(previous):
+                previous(signal.SIGINT, None)
+            else:
+                signal.raise_signal(signal.SIGINT)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class _Display:
+    """Rich progress bar on stderr, or nothing (quiet mode); failures are always shown."""
+
+    def __init__(self, enabled: bool, console: Any = None) -> None:
+        self.enabled = enabled
+        self.progress: Any = None
+        self.task: Any = None
+        self.console = console
+        if enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.console = console or Console(stderr=True)
+            self.progress = Progress(
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+            )
+
+    def start(self, title: str, todo: int) -> None:
+        if self.enabled:
+            self.console.print(title, markup=False, highlight=False)
+            self.progress.start()
+            self.task = self.progress.add_task("", total=todo)
+
+    def running(self, cfg: RunConfig) -> None:
+        if self.progress is not None:
+            label = cfg.label()
+            self.progress.update(self.task, description=label[:60])
+
+    def advance(self) -> None:
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
+    def message(self, text: str) -> None:
+        if self.enabled:
+            self.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self.enabled and self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunFn, *,
+             progress: bool = True, fail_fast: bool = False,
+             on_result: Callable[[RunConfig, RunResult], Any] | None = None,
+             is_private: Callable[[str], bool] | None = None,
+             grid_name: str | None = None, console: Any = None) -> GridOutcome:
+    """Run every configuration of ``grid`` not yet in ``store`` and store each result.
+
+    ``run_fn(config) -> RunResult`` executes one run (the CLI passes
+    ``dpgl.experiments.execute.execute_run``); it must be deterministic given the config.
+    ``grid`` is a :class:`GridSpec` (expanded with ``is_private``) or a list of configs.
+    ``progress=False`` is quiet mode (no bar; failures still go to stderr as one line).
+    ``on_result(config, result)`` is called after each run is stored. ``grid_name`` (default:
+    the GridSpec's name) is written to the store's ``grid`` column. See the module docstring
+    for failure and interruption behaviour.
+    """
+    name: str | None
+    if isinstance(grid, GridSpec):
+        configs = grid.expand(is_private)
+        name = grid_name if grid_name is not None else grid.name
+    else:
+        configs = list(grid)
+        name = grid_name
+        for i, c in enumerate(configs):
+            if not isinstance(c, RunConfig):
+                raise ConfigError(f"grid entry {i} is a {type(c).__name__}, not a RunConfig")
+    unique: dict[str, RunConfig] = {}
+    for c in configs:
+        unique.setdefault(c.key(), c)
+
+    start = time.perf_counter()
+    done = store.finished_keys()
+    outcome = GridOutcome(total=len(unique))
+    todo = [(k, c) for k, c in unique.items() if k not in done]
+    outcome.skipped_existing = outcome.total - len(todo)
+
+    display = _Display(progress, console)
+    display.start(f"grid {name or '(unnamed)'}: {outcome.total} runs, "
+                  f"{outcome.skipped_existing} already stored, {len(todo)} to run", len(todo))
+    try:
+        for key, cfg in todo:
+            if store.has(key):  # stored meanwhile by another process sharing the file
+                outcome.skipped_existing += 1
+                display.advance()
+                continue
+            display.running(cfg)
+            t0 = time.perf_counter()
+            try:
+                result = run_fn(cfg)
+                if not isinstance(result, RunResult):
+                    result = RunResult.parse(result, "run result")
+            except Exception as exc:
+                failure = RunFailure(cfg, _one_line(exc), traceback.format_exc())
+                outcome.failed += 1
+                outcome.failures.append(failure)
+                display.message(f"failed: {cfg.label()}: {failure.error}")
+                display.advance()
+                if fail_fast:
+                    raise
+                continue
+            wall = time.perf_counter() - t0
+            if "total" not in result.timing:
+                result = result.model_copy(update={"timing": {**result.timing, "total": wall}})
+            with _sigint_deferred():
+                inserted = store.put(cfg, result, grid=name)
+                if inserted:
+                    outcome.ran += 1
+                else:  # another process sharing the store finished it first
+                    outcome.skipped_existing += 1
+            display.advance()
+            if inserted and on_result is not None:
+                on_result(cfg, result)
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        outcome.seconds = time.perf_counter() - start
+        display.stop()
+        display.message(f"interrupted: {outcome.summary()}")
+        raise GridInterrupted(outcome) from None
+    finally:
+        display.stop()
+    outcome.seconds = time.perf_counter() - start
+    return outcome
