@@ -209,3 +209,19 @@ def test_two_processes_write_the_same_store(tmp_path):
     assert _check_rows_complete(path) == 90
     with RunStore(path) as store:
         assert sorted(r["seed"] for r in store.rows()) == list(range(90))
+
+
+def test_to_frame_flattens_a_real_privacy_report(tmp_path):
+    from dpgl.privacy import Accountant, Guarantee, Unit
+
+    acc = Accountant()
+    acc.spend("rr", Guarantee.pure(1.5, Unit.EDGE_LDP))
+    acc.spend_nonprivate("features", "as is", Unit.FEATURE_LDP)
+    with RunStore(tmp_path / "r.sqlite") as store:
+        config = RunConfig(dataset="cora", method="rr", epsilon=1.5)
+        store.put(config, RunResult(metrics={"test_accuracy": 0.5}, privacy=acc.report().to_dict()))
+        row = store.to_frame().iloc[0]
+    assert row["privacy_total_edge-LDP_epsilon"] == 1.5
+    assert row["privacy_total_edge-LDP_delta"] == 0.0
+    no_privacy = row["privacy_total_feature-LDP_epsilon"]  # null in JSON: no guarantee
+    assert no_privacy is None or math.isnan(no_privacy)

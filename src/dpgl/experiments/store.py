@@ -275,6 +275,10 @@ def _privacy_columns(privacy: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in value.items():
                 if _scalar(v):
                     cols[f"{prefix}{k}"] = v
+                elif isinstance(v, Mapping):  # per-unit totals: {unit: {epsilon, delta, ...}}
+                    for kk, vv in v.items():
+                        if _scalar(vv) and kk != "unit":
+                            cols[f"{prefix}{k}_{kk}"] = vv
     return cols
 
 
