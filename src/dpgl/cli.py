@@ -280,6 +280,31 @@ def audit(
 
 
 @app.command()
+def reproduce(
+    name: Annotated[str, typer.Argument(help="Reproduction name (see --list).")] = "",
+    quick: Annotated[
+        bool, typer.Option("--quick/--full", help="Reduced grid (documented) or the full one.")
+    ] = True,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Output directory (default results/NAME).")
+    ] = None,
+    data_dir: DataDir = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
+) -> None:
+    """Regenerate a paper's tables and plots (resumable: finished runs are reused)."""
+    from dpgl.experiments import reproductions
+
+    if list_ or not name:
+        for key, module in sorted(reproductions.available().items()):
+            out.print(f"{key}: {module.SUMMARY}")
+        return
+    module = reproductions.get(name)
+    target = out_dir or Path("results") / name
+    for p in module.run(target, quick=quick, data_dir=data_dir, console=out):
+        out.print(f"wrote {p}")
+
+
+@app.command()
 def demo(
     output: Annotated[
         Path, typer.Option(help="Output directory for the store, table and plot.")

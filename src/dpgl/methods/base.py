@@ -8,6 +8,8 @@ module (plus its tests): subclass :class:`Method` and decorate it with :func:`re
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -88,6 +90,18 @@ def check_task(method: Method, task: str) -> None:
         )
 
 
+_LOADED = False
+
+
 def _load_builtin() -> None:
-    # Importing the modules runs their @register decorators.
-    from dpgl.methods import baselines  # noqa: F401
+    """Import every module of :mod:`dpgl.methods` once, which runs their ``@register``
+    decorators (a new method module needs no edit elsewhere)."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import dpgl.methods as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"dpgl.methods.{info.name}")
