@@ -318,12 +318,12 @@ def demo(
     run_demo(output, seeds=seeds, console=out)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning user errors into one-line messages."""
     try:
-        app()
+        app(args=argv, prog_name="dpgl")
     except DpglError as e:
-        err.print(f"[red]error:[/red] {e}", markup=True)
+        sys.stderr.write(f"error: {' '.join(str(e).split())}\n")  # always exactly one line
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted")
