@@ -24,7 +24,7 @@ app = typer.Typer(
     help="dpgl: differentially private graph learning (train, run grids, report, audit).",
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False)
+out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
 
 DataDir = Annotated[

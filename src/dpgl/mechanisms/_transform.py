@@ -1,0 +1,69 @@
+"""Shared PyG transform base for the edge-LDP pipelines (users randomize, server estimates).
+
+A transform maps a :class:`torch_geometric.data.Data` holding the true undirected graph to a
+*new* ``Data`` whose ``edge_index`` (and ``edge_weight`` when the estimator produces
+weights) is the server's estimate; the input object is never mutated (PyG's
+``BaseTransform.__call__`` passes a shallow copy to :meth:`forward`). Everything else on the
+``Data`` (features, labels, masks) is shared with the input, as the server sees it.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+from dpgl.errors import GraphError
+from dpgl.mechanisms.neighbor_list import check_num_nodes, undirected_pairs
+from dpgl.privacy import Guarantee
+from dpgl.rng import SeedLike, make_rng
+
+
+class EdgeLDPTransform(BaseTransform):
+    """Base class: validates the input graph, runs :meth:`estimate`, returns a new Data.
+
+    ``seed`` is an int, a ``numpy.random.Generator`` or ``None`` with ``secure=True``
+    (see :func:`dpgl.rng.make_rng`); the generator is created once, so repeated calls draw
+    fresh randomness in a reproducible sequence.
+    """
+
+    def __init__(self, seed: SeedLike = None, *, secure: bool = False) -> None:
+        self.rng = make_rng(seed, secure=secure)
+        self.last_info: dict[str, Any] = {}
+
+    @property
+    @abstractmethod
+    def guarantee(self) -> Guarantee:
+        """The edge-LDP guarantee of what every (private) user sends."""
+
+    @abstractmethod
+    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
+                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Simulate the users' reports for the graph with pairs (u, v), u < v, and return
+        the server's ``(edge_index, edge_weight | None)``."""
+
+    def forward(self, data: Data) -> Data:
+        if getattr(data, "edge_index", None) is None:
+            raise GraphError("the Data object has no edge_index")
+        n = data.num_nodes
+        if n is None:
+            raise GraphError("the Data object does not know its number of nodes")
+        n = check_num_nodes(int(n))
+        u, v = undirected_pairs(data.edge_index, n)
+        edge_index, edge_weight = self.estimate(u, v, n, self.rng)
+        data.edge_index = edge_index
+        if edge_weight is not None:
+            data.edge_weight = edge_weight
+        elif "edge_weight" in data:
+            del data.edge_weight
+        if "edge_attr" in data:
+            del data.edge_attr  # attributes of true edges do not belong to estimated edges
+        data.num_nodes = n
+        return data
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.guarantee})"

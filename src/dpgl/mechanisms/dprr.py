@@ -1,0 +1,203 @@
+"""DPRR: degree-preserving randomized response (Hidano & Murakami, "Degree-Preserving
+Randomized Response for Graph Neural Networks under Local Differential Privacy", 2022).
+
+User i:
+
+1. noisy degree d~_i = d_i + Lap(1 / eps1)  (degree has sensitivity 1 under edge LDP);
+2. Warner's RR with eps2 on every one of her n - 1 bits (keep probability p);
+3. keeps every reported 1 independently with probability (edge sampling, Eq. 6)
+   q_i = d~_i / (d~_i (2p - 1) + (n - 1)(1 - p)),
+   projected to [0, 1] (and q_i = 0 when d~_i <= 0). The denominator is the expected number
+   of 1s after RR for a user of degree d~_i, so the expected number of kept 1s is ~d_i.
+
+Only the sampled list is sent; the sampling is post-processing of (d~_i, RR output), so the
+report is (eps1 + eps2)-edge LDP by sequential composition.
+
+Budget allocation (Eq. 8): eps1 = max(sqrt(8 / (n_max - 1)), (1 - alpha) eps),
+eps2 = eps - eps1, alpha = 0.9 by default; ``allocation="split"`` uses
+eps1 = (1 - alpha) eps. ``n_max`` is the largest number of nodes of a graph (DPRR targets
+graph classification); for a single graph it is its node count.
+
+Whole-graph simulation: for user i a non-neighbor is reported with probability
+(1 - p) q_i and a neighbor with probability p q_i, independently, so the report of all users
+is a row-wise Bernoulli process with rates (1 - p) q_i (sampled by geometric gaps,
+:func:`dpgl.graph.pairs.bernoulli_rows`, dropping the hits on true neighbors) plus an
+independent coin per true (directed) edge. Cost O(|E| + output + n), never O(n^2), even when
+eps2 is small (the RR output would be dense, the sampled one is not).
+
+Non-private users (DPRR's setting where a fraction of users publish their true lists) are
+a boolean ``private_mask`` of the simulation: masked-out users send their true list.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpgl.errors import ConfigError, PrivacyError, unknown_name
+from dpgl.graph.pairs import bernoulli_rows, ordered_pair_to_index, sort_pairs
+from dpgl.mechanisms._primitives import laplace_noise, rr_flip_probability, rr_keep_probability
+from dpgl.mechanisms.neighbor_list import check_neighbor_list, check_num_nodes
+from dpgl.mechanisms.rr import DirectedReports, flip_bits
+from dpgl.privacy import Guarantee, Unit, check_epsilon, check_fraction
+
+__all__ = [
+    "DPRR",
+    "DPRRReport",
+    "dprr_budget",
+    "dprr_sampling_probability",
+    "draw_private_mask",
+]
+
+ALLOCATIONS = ("eq8", "split")
+
+
+def dprr_budget(epsilon: float, *, alpha: float = 0.9, n_max: int | None = None,
+                allocation: str = "eq8") -> tuple[float, float]:
+    """(eps1, eps2) of DPRR: eps1 for the degree, eps2 for RR (Eq. 8 or a plain split).
+
+    ``"eq8"``: eps1 = max(sqrt(8 / (n_max - 1)), (1 - alpha) eps); ``"split"``:
+    eps1 = (1 - alpha) eps. Raises :class:`PrivacyError` when eps1 >= eps (no budget left
+    for RR).
+    """
+    eps = check_epsilon(epsilon)
+    alpha = check_fraction(alpha, "alpha", low_open=True, high_open=True)
+    if allocation not in ALLOCATIONS:
+        raise unknown_name("DPRR budget allocation", allocation, ALLOCATIONS)
+    eps1 = (1.0 - alpha) * eps
+    if allocation == "eq8":
+        if n_max is None or isinstance(n_max, bool) or int(n_max) != n_max or n_max < 2:
+            raise ConfigError(f"DPRR Eq. 8 needs n_max, an integer >= 2, got {n_max!r}")
+        eps1 = max(math.sqrt(8.0 / (int(n_max) - 1)), eps1)
+    if eps1 >= eps:
+        raise PrivacyError(f"DPRR degree budget eps1={eps1:.4g} >= eps={eps:.4g}: nothing left "
+                           "for randomized response; increase eps or n_max, or use "
+                           "allocation='split'")
+    return eps1, eps - eps1
+
+
+def dprr_sampling_probability(noisy_degree: object, num_nodes: int,
+                              keep_probability: float) -> np.ndarray:
+    """DPRR Eq. 6: q = d~ / (d~ (2p - 1) + (n - 1)(1 - p)) projected to [0, 1].
+
+    A noisy degree <= 0 gives q = 0 (it is clipped to 0 before the formula, which also keeps
+    the denominator positive for p > 1/2).
+    """
+    d = np.maximum(np.asarray(noisy_degree, dtype=np.float64), 0.0)
+    p = float(keep_probability)
+    denom = d * (2.0 * p - 1.0) + (num_nodes - 1) * (1.0 - p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(denom > 0, d / denom, 1.0)
+    return np.clip(q, 0.0, 1.0)
+
+
+def draw_private_mask(num_nodes: int, nonprivate_fraction: float,
+                      rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random mask with round(nonprivate_fraction * n) non-private users (False)."""
+    n = check_num_nodes(num_nodes)
+    frac = check_fraction(nonprivate_fraction, "nonprivate_fraction")
+    mask = np.ones(n, dtype=bool)
+    k = round(frac * n)
+    if k:
+        mask[rng.choice(n, size=k, replace=False)] = False
+    return mask
+
+
+@dataclass(frozen=True)
+class DPRRReport:
+    """One user's DPRR output: the sampled noisy neighbor list and her noisy degree (the
+    degree stays on the device in DPRR; it is returned for analysis)."""
+
+    neighbors: np.ndarray
+    noisy_degree: float
+
+
+class DPRR:
+    """DPRR with total budget ``epsilon`` split into eps1 (degree) + eps2 (RR).
+
+    ``n_max`` is needed for the Eq. 8 allocation; when it is ``None`` the node count of the
+    graph being randomized is used (:meth:`budget`).
+    """
+
+    def __init__(self, epsilon: float, *, n_max: int | None = None, alpha: float = 0.9,
+                 allocation: str = "eq8") -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.alpha = check_fraction(alpha, "alpha", low_open=True, high_open=True)
+        if allocation not in ALLOCATIONS:
+            raise unknown_name("DPRR budget allocation", allocation, ALLOCATIONS)
+        self.allocation = allocation
+        self.n_max = n_max
+        if n_max is not None or allocation == "split":
+            dprr_budget(self.epsilon, alpha=self.alpha, n_max=n_max, allocation=allocation)
+
+    def budget(self, num_nodes: int | None = None) -> tuple[float, float]:
+        """(eps1, eps2) for a graph with ``num_nodes`` nodes (``n_max`` wins when set)."""
+        n_max = self.n_max if self.n_max is not None else num_nodes
+        return dprr_budget(self.epsilon, alpha=self.alpha, n_max=n_max,
+                           allocation=self.allocation)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """eps-edge LDP = eps1 (Laplace degree) + eps2 (RR), sequential composition."""
+        return Guarantee(self.epsilon, 0.0, Unit.EDGE_LDP)
+
+    def parts(self, num_nodes: int | None = None) -> dict[str, Guarantee]:
+        """The two composed parts: ``{"degree": eps1, "rr": eps2}``."""
+        eps1, eps2 = self.budget(num_nodes)
+        return {"degree": Guarantee(eps1, 0.0, Unit.EDGE_LDP),
+                "rr": Guarantee(eps2, 0.0, Unit.EDGE_LDP)}
+
+    def report(self, neighbors: object, num_nodes: int, index: int,
+               rng: np.random.Generator) -> DPRRReport:
+        """What user ``index`` runs: noisy degree, RR with eps2, edge sampling with q_i."""
+        n = check_num_nodes(num_nodes)
+        nb = check_neighbor_list(neighbors, n, index)
+        eps1, eps2 = self.budget(n)
+        p = rr_keep_probability(eps2)
+        noisy = float(nb.size + laplace_noise(eps1, None, rng))
+        pos = nb - (nb > index)
+        rr = flip_bits(pos, n - 1, rr_flip_probability(eps2), rng)
+        q = float(dprr_sampling_probability(noisy, n, p))
+        kept = rr[rng.random(rr.size) < q]
+        return DPRRReport(kept + (kept >= index), noisy)
+
+    def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int, rng: np.random.Generator,
+                 private_mask: np.ndarray | None = None) -> tuple[DirectedReports, np.ndarray]:
+        """All users' DPRR reports for the undirected graph (u, v), u < v.
+
+        Returns the directed reports and the noisy degrees (true degrees for users with
+        ``private_mask[i] == False``, who send their true neighbor list).
+        """
+        n = check_num_nodes(num_nodes)
+        eps1, eps2 = self.budget(n)
+        p = rr_keep_probability(eps2)
+        if private_mask is None:
+            private = np.ones(n, dtype=bool)
+        else:
+            private = np.asarray(private_mask)
+            if private.dtype != bool or private.shape != (n,):
+                raise ConfigError(f"private_mask must be a boolean array of shape ({n},)")
+        src = np.concatenate([u, v]).astype(np.int64)
+        dst = np.concatenate([v, u]).astype(np.int64)
+        degree = np.bincount(src, minlength=n).astype(np.float64)
+        noisy = degree + laplace_noise(eps1, n, rng)
+        noisy = np.where(private, noisy, degree)
+        q = np.where(private, dprr_sampling_probability(noisy, n, p), 0.0)
+        # Non-neighbors: Bernoulli((1 - p) q_i) over the n - 1 bit positions of row i.
+        rows, pos = bernoulli_rows(rr_flip_probability(eps2) * q,
+                                   np.full(n, n - 1, dtype=np.int64), rng, sort=False)
+        cols = pos + (pos >= rows)
+        true_keys = np.sort(ordered_pair_to_index(src, dst, n))
+        keys = ordered_pair_to_index(rows, cols, n)
+        if true_keys.size and keys.size:
+            idx = np.minimum(np.searchsorted(true_keys, keys), true_keys.size - 1)
+            is_edge = true_keys[idx] == keys
+            rows, cols = rows[~is_edge], cols[~is_edge]
+        # Neighbors: kept with probability p q_i (private) or 1 (non-private).
+        keep_prob = np.where(private, p * q, 1.0)[src]
+        kept = rng.random(src.size) < keep_prob
+        user, neighbor, _ = sort_pairs(np.concatenate([rows, src[kept]]),
+                                       np.concatenate([cols, dst[kept]]), n)
+        return DirectedReports(user, neighbor, n), noisy

@@ -1,0 +1,95 @@
+"""Symmetric randomized response: RR on the lower-triangular part of the adjacency matrix only
+(Imola, Murakami & Chaudhuri, "Locally Differentially Private Analysis of Graph Statistics",
+USENIX Security 2021; used as the SymRR baseline by Blink, CCS 2023).
+
+User i applies Warner's RR to the bits A[i, j] for j < i only, so every unordered pair
+{j, i} is reported exactly once (by its larger endpoint) and the server's graph is symmetric
+by construction. eps-edge LDP per user; since each edge is reported once it is also
+eps-relationship DP (:func:`dpgl.privacy.symmetric_edge_ldp_to_relationship_dp`).
+
+Whole-graph simulation: flips over the n (n - 1) / 2 upper-triangle pair indices by
+geometric gaps, XOR the true pairs; O(|E| + flips), E[flips] = n (n - 1) / 2 / (1 + e^eps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from dpgl.graph.pairs import index_to_pair, num_pairs, pair_to_index
+from dpgl.mechanisms._primitives import rr_flip_probability, rr_keep_probability
+from dpgl.mechanisms._transform import EdgeLDPTransform
+from dpgl.mechanisms.neighbor_list import (
+    check_neighbor_list,
+    check_num_nodes,
+    edge_index_from_pairs,
+)
+from dpgl.mechanisms.rr import flip_bits
+from dpgl.privacy import Guarantee, Unit, check_epsilon, symmetric_edge_ldp_to_relationship_dp
+from dpgl.rng import SeedLike
+
+__all__ = ["SymRR", "SymRRTransform"]
+
+
+class SymRR:
+    """RR with ``epsilon`` on the bits j < i of user i's list; eps-edge LDP."""
+
+    def __init__(self, epsilon: float) -> None:
+        self.epsilon = check_epsilon(epsilon)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """eps-edge LDP (each reported bit is one Warner RR)."""
+        return Guarantee(self.epsilon, 0.0, Unit.EDGE_LDP)
+
+    @property
+    def relationship_guarantee(self) -> Guarantee:
+        """eps relationship DP: each undirected edge is reported by one endpoint only."""
+        return symmetric_edge_ldp_to_relationship_dp(self.guarantee)
+
+    @property
+    def keep_probability(self) -> float:
+        return rr_keep_probability(self.epsilon)
+
+    @property
+    def flip_probability(self) -> float:
+        return rr_flip_probability(self.epsilon)
+
+    def report(self, neighbors: object, num_nodes: int, index: int,
+               rng: np.random.Generator) -> np.ndarray:
+        """What user ``index`` sends: sorted ids j < index whose randomized bit is 1."""
+        n = check_num_nodes(num_nodes)
+        nb = check_neighbor_list(neighbors, n, index)
+        return flip_bits(nb[nb < index], int(index), self.flip_probability, rng)
+
+    def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The server's undirected graph, as pairs (a, b) with a < b, for the true pairs (u, v)
+        (same distribution as every user calling :meth:`report`)."""
+        n = check_num_nodes(num_nodes)
+        true_keys = np.sort(pair_to_index(u, v, n))
+        keys = flip_bits(true_keys, num_pairs(n), self.flip_probability, rng)
+        return index_to_pair(keys, n)
+
+    def expected_pairs(self, num_nodes: int, num_edges: int) -> float:
+        """E[number of undirected pairs in the output]."""
+        zeros = num_nodes * (num_nodes - 1) / 2.0 - num_edges
+        return num_edges * self.keep_probability + zeros * self.flip_probability
+
+
+class SymRRTransform(EdgeLDPTransform):
+    """PyG transform: :class:`SymRR` reports, used as the (symmetric) graph as is."""
+
+    def __init__(self, epsilon: float, seed: SeedLike = None, *, secure: bool = False) -> None:
+        self.mechanism = SymRR(epsilon)
+        super().__init__(seed, secure=secure)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.mechanism.guarantee
+
+    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
+                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+        a, b = self.mechanism.simulate(u, v, num_nodes, rng)
+        self.last_info = {"pairs": int(a.size)}
+        return edge_index_from_pairs(a, b)
