@@ -7,6 +7,7 @@ from dpgl.errors import ConfigError
 from dpgl.nn import ModelConfig, PreparedGraph, build_node_model
 from dpgl.nn.gat import WeightedGATConv
 from dpgl.nn.gin import GIN
+from dpgl.nn.layers import GCNLayer, SAGELayer
 
 
 def _graph(n: int = 15, seed: int = 0) -> torch.Tensor:
@@ -16,24 +17,48 @@ def _graph(n: int = 15, seed: int = 0) -> torch.Tensor:
     return torch.tensor(np.stack(np.nonzero(a)))
 
 
-def test_gcn_layer_on_csr_equals_pyg_message_passing() -> None:
-    torch.manual_seed(0)
-    ei, x = _graph(), torch.randn(15, 5)
-    ref = GCNConv(5, 3)  # normalizes and adds self-loops itself, on the edge list
-    ours = GCNConv(5, 3, normalize=False, add_self_loops=False)
+def _check_against_pyg(ours: torch.nn.Module, ref: torch.nn.Module, adj, ei, x) -> None:
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.normal_()
     ours.load_state_dict(ref.state_dict())
-    g = PreparedGraph(ei, 15)
-    torch.testing.assert_close(ours(x, g.gcn_adj()), ref(x, ei), rtol=1e-5, atol=1e-5)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out_ours, out_ref = ours(xa, adj), ref(xb, ei)
+    torch.testing.assert_close(out_ours, out_ref, rtol=1e-5, atol=1e-5)
+    weights = torch.randn_like(out_ref)
+    (out_ours * weights).sum().backward()
+    (out_ref * weights).sum().backward()
+    torch.testing.assert_close(xa.grad, xb.grad, rtol=1e-5, atol=1e-5)  # custom sparse backward
+    for (name, pa), pb in zip(ours.named_parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(pa.grad, pb.grad, rtol=1e-4, atol=1e-5, msg=name)
 
 
-def test_sage_layer_on_mean_csr_equals_pyg_mean_aggregation() -> None:
+@pytest.mark.parametrize("in_dim", [5, 2])
+def test_gcn_layer_equals_pyg_gcnconv_values_and_gradients(in_dim: int) -> None:
     torch.manual_seed(0)
-    ei, x = _graph(seed=1), torch.randn(15, 5)
-    ref = SAGEConv(5, 3, aggr="mean")
-    ours = SAGEConv(5, 3, aggr="sum")
-    ours.load_state_dict(ref.state_dict())
+    ei, x = _graph(), torch.randn(15, in_dim)
+    g = PreparedGraph(ei, 15)  # PyG normalizes and adds self-loops itself, on the edge list
+    _check_against_pyg(GCNLayer(in_dim, 3), GCNConv(in_dim, 3), g.gcn_adj(), ei, x)
+
+
+@pytest.mark.parametrize("in_dim", [5, 2])
+def test_sage_layer_equals_pyg_mean_sageconv_values_and_gradients(in_dim: int) -> None:
+    torch.manual_seed(0)
+    ei, x = _graph(seed=1), torch.randn(15, in_dim)
     g = PreparedGraph(ei, 15)
-    torch.testing.assert_close(ours(x, g.mean_adj()), ref(x, ei), rtol=1e-5, atol=1e-5)
+    _check_against_pyg(SAGELayer(in_dim, 3), SAGEConv(in_dim, 3, aggr="mean"), g.mean_adj(), ei, x)
+
+
+def test_sparse_operator_gradient_on_directed_weighted_graph() -> None:
+    ei = torch.tensor([[0, 0, 1, 2, 3], [1, 2, 2, 3, 0]])
+    w = torch.tensor([0.5, 2.0, 1.0, 3.0, 0.25])
+    op = PreparedGraph(ei, 4, w).mean_adj()
+    dense = op.to_dense()
+    x = torch.randn(4, 3, requires_grad=True)
+    (op @ x).pow(2).sum().backward()
+    x2 = x.detach().clone().requires_grad_()
+    (dense @ x2).pow(2).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)
 
 
 def test_weighted_gat_with_unit_weights_equals_pyg_gat() -> None:

@@ -1,31 +1,28 @@
-"""Local stand-ins for the privacy primitives the edge-LDP mechanisms need.
-
-TODO(privacy layer): these mirror ``dpgl.privacy.RandomizedResponse.keep_probability`` /
-``flip_probability`` and ``dpgl.privacy.LaplaceMechanism`` (written concurrently by another
-worker); swap the calls below for those primitives once their API is final. Kept tiny and
-identical in distribution: Warner's RR keeps a bit with probability e^eps / (1 + e^eps)
-(Warner 1965); the Laplace mechanism adds Lap(Delta / eps) (Dwork et al. 2006).
-"""
+"""Thin adapters from the privacy core's primitives to the array shapes the edge-LDP
+simulations use. The probabilities and scales come from :mod:`dpgl.privacy` (one source of
+truth for each mechanism's guarantee): Warner's RR keeps a bit with probability
+e^eps / (1 + e^eps) (:class:`~dpgl.privacy.RandomizedResponse`); the Laplace mechanism adds
+Lap(Delta / eps) (:class:`~dpgl.privacy.LaplaceMechanism`)."""
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
-from dpgl.privacy import check_epsilon
+from dpgl.privacy.laplace import LaplaceMechanism
+from dpgl.privacy.randomized_response import RandomizedResponse
 
 
 def rr_keep_probability(epsilon: float) -> float:
     """P[RR keeps a bit] = e^eps / (1 + e^eps) (Warner 1965)."""
-    return float(special.expit(check_epsilon(epsilon)))
+    return RandomizedResponse(epsilon).keep_probability
 
 
 def rr_flip_probability(epsilon: float) -> float:
-    """P[RR flips a bit] = 1 / (1 + e^eps), computed without cancellation."""
-    return float(special.expit(-check_epsilon(epsilon)))
+    """P[RR flips a bit] = 1 / (1 + e^eps)."""
+    return RandomizedResponse(epsilon).flip_probability
 
 
 def laplace_noise(epsilon: float, size: int | tuple[int, ...] | None,
                   rng: np.random.Generator, sensitivity: float = 1.0) -> np.ndarray:
-    """Lap(sensitivity / eps) noise (the Laplace mechanism, Dwork et al. 2006)."""
-    return rng.laplace(0.0, sensitivity / check_epsilon(epsilon), size)
+    """Lap(sensitivity / eps) noise, drawn from ``rng`` (Dwork et al. 2006)."""
+    return rng.laplace(0.0, LaplaceMechanism(epsilon, sensitivity).scale, size)

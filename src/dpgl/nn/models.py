@@ -14,10 +14,10 @@ from itertools import pairwise
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.nn import GCNConv, SAGEConv
 
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.nn.gat import WeightedGATConv
+from dpgl.nn.layers import GCNLayer, SAGELayer
 from dpgl.nn.prepared import PreparedGraph
 
 MODEL_NAMES = ("mlp", "gcn", "sage", "gat")
@@ -75,10 +75,10 @@ class NodeModel(nn.Module):
             return nn.Linear(a, b)
         if self.kind == "gcn":
             # Normalization is precomputed in PreparedGraph.gcn_adj (CSR, self-loops added).
-            return GCNConv(a, b, normalize=False, add_self_loops=False)
+            return GCNLayer(a, b)
         if self.kind == "sage":
-            # Sum over the row-normalized (mean) CSR matrix = weighted mean aggregation.
-            return SAGEConv(a, b, aggr="sum")
+            # The row-normalized (mean) CSR matrix gives the weighted mean aggregation.
+            return SAGELayer(a, b)
         return WeightedGATConv(a, b)
 
     def forward(self, x: torch.Tensor, graph: PreparedGraph | None) -> torch.Tensor:

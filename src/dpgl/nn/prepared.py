@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from dpgl.graph.propagation import check_edge_index, gcn_normalized, mean_normalized
+from dpgl.graph.propagation import (
+    SparseOperator,
+    check_edge_index,
+    gcn_normalized_scipy,
+    mean_normalized_scipy,
+)
 
 
 @dataclass
@@ -19,7 +24,7 @@ class PreparedGraph:
     edge_index: torch.Tensor
     num_nodes: int
     edge_weight: torch.Tensor | None = None
-    _cache: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+    _cache: dict[str, SparseOperator] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         check_edge_index(self.edge_index, self.num_nodes)
@@ -31,14 +36,18 @@ class PreparedGraph:
     def num_edges(self) -> int:
         return int(self.edge_index.size(1))
 
-    def gcn_adj(self) -> torch.Tensor:
-        """``D^-1/2 (A + I) D^-1/2`` as CSR (rows = targets)."""
+    def gcn_adj(self) -> SparseOperator:
+        """``D^-1/2 (A + I) D^-1/2`` (rows = targets) as a differentiable sparse operator."""
         if "gcn" not in self._cache:
-            self._cache["gcn"] = gcn_normalized(self.edge_index, self.num_nodes, self.edge_weight)
+            self._cache["gcn"] = SparseOperator(
+                gcn_normalized_scipy(self.edge_index, self.num_nodes, self.edge_weight)
+            )
         return self._cache["gcn"]
 
-    def mean_adj(self) -> torch.Tensor:
-        """Weighted mean over in-neighbours, ``D^-1 A``, as CSR."""
+    def mean_adj(self) -> SparseOperator:
+        """Weighted mean over in-neighbours, ``D^-1 A``, as a sparse operator."""
         if "mean" not in self._cache:
-            self._cache["mean"] = mean_normalized(self.edge_index, self.num_nodes, self.edge_weight)
+            self._cache["mean"] = SparseOperator(
+                mean_normalized_scipy(self.edge_index, self.num_nodes, self.edge_weight)
+            )
         return self._cache["mean"]

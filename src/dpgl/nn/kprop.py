@@ -1,0 +1,154 @@
+"""KProp (LPGNN, Sajadmanesh & Gatica-Perez, CCS 2021, Sec. 4.2, Alg. 2) and the LPGNN model.
+
+KProp aggregates K times over N(v) - {v} (no self-loops) with a linear aggregator (GCN's
+symmetric normalization D^-1/2 A D^-1/2 or the mean D^-1 A) and applies the UPDATE (linear
+map + bias) only after the K-th step:
+
+    h_v = W . AGG^K(x)_v + b,      AGG(x)_v = sum_{u in N(v)} a_vu x_u.
+
+Because the aggregation is linear and parameter-free, the K-step propagation of the (noisy)
+features is computed once (:func:`kprop`) and the layer is then a linear map of it. LPGNN uses
+KProp as the first layer of a two-layer GCN (hidden 16, SeLU, batch norm on the first
+layer's output, dropout): :class:`KPropGNN`. :class:`LabelPropagationHead` propagates the
+model's predictions like the labels for LPGNN's label denoising ("Drop", Sec. 4.3).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import scipy.sparse as sp
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.nn import GCNConv, SAGEConv
+
+from dpgl.errors import ConfigError, unknown_name
+from dpgl.graph.propagation import gcn_normalized, to_scipy, to_torch_csr
+from dpgl.nn.models import ACTIVATIONS
+from dpgl.nn.prepared import PreparedGraph
+
+__all__ = ["AGGREGATORS", "KPropGNN", "LabelPropagationHead", "centred_sparse", "kprop",
+           "kprop_matrix"]
+
+AGGREGATORS = ("gcn", "mean")
+
+
+def kprop_matrix(edge_index: torch.Tensor, num_nodes: int, *, aggregator: str = "gcn",
+                 self_loops: bool = False, edge_weight: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+    """The one-step aggregation matrix of KProp as CSR (rows = targets).
+
+    ``aggregator="gcn"``: D^-1/2 A D^-1/2; ``"mean"``: D^-1 A. Without self-loops (the
+    default, LPGNN Alg. 2 aggregates over N(v) - {v}); ``self_loops=True`` uses A + I
+    (the ablation of LPGNN Fig. 6). Existing self-loops in ``edge_index`` are dropped first.
+    """
+    if aggregator not in AGGREGATORS:
+        raise unknown_name("KProp aggregator", aggregator, AGGREGATORS)
+    keep = edge_index[0] != edge_index[1]
+    ei = edge_index[:, keep]
+    ew = None if edge_weight is None else edge_weight[keep]
+    if aggregator == "gcn":
+        return gcn_normalized(ei, num_nodes, ew, add_self_loops=self_loops)
+    a = to_scipy(ei, num_nodes, ew)
+    if self_loops:
+        a = a + sp.identity(num_nodes, dtype=a.dtype, format="csr")
+    deg = a.sum(axis=1).A.ravel()
+    inv = (1.0 / deg.clip(min=1e-30)) * (deg > 0)
+    return to_torch_csr((sp.diags(inv.astype("float32")) @ a).tocsr())
+
+
+def centred_sparse(x: torch.Tensor, center: float) -> torch.Tensor:
+    """``x - center`` as a sparse CSR tensor (for :class:`KPropGNN`'s factorised path)."""
+    with warnings.catch_warnings():  # torch flags CSR support as beta; we use spmm only
+        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
+        return (x - center).to_sparse_csr()
+
+
+def kprop(x: torch.Tensor, adj: torch.Tensor, steps: int) -> torch.Tensor:
+    """AGG^K(x): ``steps`` sparse products with the aggregation matrix ``adj``."""
+    if steps < 0:
+        raise ConfigError(f"KProp steps must be >= 0, got {steps}")
+    for _ in range(steps):
+        x = adj @ x
+    return x
+
+
+class KPropGNN(nn.Module):
+    """LPGNN's model: KProp first layer (on pre-propagated features: a linear UPDATE), batch
+    norm, activation, dropout, then a GCN (or GraphSAGE-mean) layer over the graph.
+
+    ``forward(xk, graph)`` takes ``xk = kprop(x, A, K)`` computed once. For large n x d (e.g.
+    Facebook, 22,470 x 4,714) pass ``propagate=(A, K)`` instead: the first layer then computes
+    AGG^K(x W^T) + b, the same function by linearity of the aggregation, from ``x`` given as
+    a sparse CSR matrix of the centred reports x' - ``center`` (multi-bit reports have only m
+    non-centre entries per row), so neither x' nor AGG^K(x') is ever dense.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, *, hidden: int = 16, dropout: float = 0.5,
+                 activation: str = "selu", batch_norm: bool = True,
+                 second_layer: str = "gcn",
+                 propagate: tuple[torch.Tensor, int] | None = None,
+                 center: float = 0.0) -> None:
+        super().__init__()
+        self.propagate = propagate
+        self.center = float(center)
+        if activation not in ACTIVATIONS:
+            raise unknown_name("activation", activation, list(ACTIVATIONS))
+        if second_layer not in ("gcn", "sage"):
+            raise unknown_name("second layer", second_layer, ["gcn", "sage"])
+        self.lin1 = nn.Linear(in_dim, hidden)
+        self.norm = nn.BatchNorm1d(hidden) if batch_norm else nn.Identity()
+        self.act = ACTIVATIONS[activation]
+        self.dropout = dropout
+        self.second_layer = second_layer
+        if second_layer == "gcn":
+            self.conv2: nn.Module = GCNConv(hidden, out_dim, normalize=False, add_self_loops=False)
+        else:
+            self.conv2 = SAGEConv(hidden, out_dim, aggr="sum")
+
+    def first_layer(self, x: torch.Tensor) -> torch.Tensor:
+        """The KProp layer's output before batch norm."""
+        if self.propagate is None:
+            return self.lin1(x)
+        adj, steps = self.propagate
+        w = self.lin1.weight
+        z = x @ w.t() + self.center * w.sum(dim=1)
+        return kprop(z, adj, steps) + self.lin1.bias
+
+    def forward(self, xk: torch.Tensor, graph: PreparedGraph) -> torch.Tensor:
+        h = self.act(self.norm(self.first_layer(xk)))
+        h = F.dropout(h, self.dropout, self.training)
+        adj = graph.gcn_adj() if self.second_layer == "gcn" else graph.mean_adj()
+        return self.conv2(h, adj)
+
+
+class LabelPropagationHead(nn.Module):
+    """LPGNN label denoising ("Drop", Sec. 4.3): in training mode the model's class
+    probabilities are mapped through the RR transition matrix T (forward correction,
+    P(y'|x) = P(y|x) T) and propagated like the noisy labels, softmax(AGG^K(.)), and the
+    log-probabilities are returned (so cross-entropy against the denoised targets is the
+    paper's loss). In eval mode the base model's logits are returned unchanged."""
+
+    def __init__(self, base: nn.Module, adj: torch.Tensor | None, steps: int,
+                 transition: torch.Tensor | None = None) -> None:
+        super().__init__()
+        if steps > 0 and adj is None:
+            raise ConfigError("label propagation with steps > 0 needs an aggregation matrix")
+        self.base = base
+        self.adj = adj
+        self.steps = int(steps)
+        self.register_buffer("transition", transition)
+
+    def forward(self, *args: object) -> torch.Tensor:
+        logits = self.base(*args)
+        if not self.training or (self.steps == 0 and self.transition is None):
+            return logits
+        p = torch.softmax(logits, dim=-1)
+        if self.transition is not None:
+            p = p @ self.transition
+        if self.steps > 0:
+            assert self.adj is not None
+            p = torch.softmax(kprop(p, self.adj, self.steps), dim=-1)
+        return torch.log(p.clamp_min(1e-20))
+
