@@ -132,6 +132,10 @@ def train(
         float | None, typer.Option(help="Total privacy budget (private methods).")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same numbers.")] = 0,
+    non_private_fraction: Annotated[
+        float | None,
+        typer.Option(help="Fraction of users who send true lists (customized setting)."),
+    ] = None,
     param: Annotated[
         list[str] | None,
         typer.Option("--param", "-p", help="Hyper-parameter NAME=VALUE (repeatable)."),
@@ -145,6 +149,8 @@ def train(
     from dpgl.privacy import PrivacyReport
 
     params = dict(_parse_param(p) for p in (param or []))
+    if non_private_fraction is not None:
+        params["non_private_fraction"] = non_private_fraction
     config = RunConfig(
         task=task,
         dataset=dataset,

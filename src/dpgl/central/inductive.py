@@ -1,0 +1,69 @@
+"""The inductive setting shared by the node-level DP methods (DPAR Sec. 5.1): the nodes are
+split into a training graph and a test graph with the edges between them removed; training
+(and its privacy) concerns the training graph only; the test graph is seen at inference.
+Half of the test graph's nodes (random) serve as validation nodes for hyper-parameter
+selection, the other half are reported as test accuracy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from dpgl.errors import ConfigError
+from dpgl.graph.splits import inductive_split
+from dpgl.train.metrics import accuracy, f1_scores
+
+__all__ = ["InductiveData", "evaluate_logits", "make_inductive", "poisson_node_subsample"]
+
+
+@dataclass
+class InductiveData:
+    train: Data
+    test: Data
+    val_idx: torch.Tensor      # indices into the test graph
+    test_idx: torch.Tensor     # indices into the test graph
+    num_classes: int
+
+
+def make_inductive(data: Data, train_ratio: float, rng: np.random.Generator,
+                   val_fraction: float = 0.5) -> InductiveData:
+    """Random inductive split (``dpgl.graph.splits.inductive_split``) + val/test halves."""
+    if not 0 < val_fraction < 1:
+        raise ConfigError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    train, test, _, _ = inductive_split(data, train_ratio, rng=rng)
+    m = int(test.num_nodes)
+    perm = rng.permutation(m)
+    cut = round(val_fraction * m)
+    val_idx = torch.from_numpy(np.sort(perm[:cut]))
+    test_idx = torch.from_numpy(np.sort(perm[cut:]))
+    return InductiveData(train, test, val_idx, test_idx, int(data.y.max()) + 1)
+
+
+def poisson_node_subsample(graph: Data, rate: float, rng: np.random.Generator) -> Data:
+    """Induced subgraph on a Poisson sample of the nodes (each kept with prob ``rate``;
+    DPAR's node subsampling with q', done Poisson so amplification applies)."""
+    if not 0 < rate <= 1:
+        raise ConfigError(f"subsample rate must be in (0, 1], got {rate}")
+    if rate == 1:
+        return graph
+    keep = np.flatnonzero(rng.random(int(graph.num_nodes)) < rate)
+    if keep.size < 2:
+        raise ConfigError(f"node subsampling at rate {rate} kept {keep.size} node(s)")
+    return graph.subgraph(torch.from_numpy(keep))
+
+
+def evaluate_logits(logits: torch.Tensor, y: torch.Tensor, val_idx: torch.Tensor,
+                    test_idx: torch.Tensor, num_classes: int) -> dict[str, float]:
+    pred = logits.argmax(-1).numpy()
+    true = y.numpy()
+    out: dict[str, float] = {}
+    for part, idx in (("val", val_idx), ("test", test_idx)):
+        i = idx.numpy()
+        micro, macro = f1_scores(pred[i], true[i], num_classes)
+        out[f"{part}_accuracy"] = accuracy(pred[i], true[i])
+        out[f"{part}_f1_micro"] = micro
+        out[f"{part}_f1_macro"] = macro
+    return out

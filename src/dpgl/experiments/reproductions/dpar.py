@@ -1,0 +1,282 @@
+"""Reproduction of DPAR (Zhang et al., WWW 2024) Table 1 (test accuracy at eps in {1, 8}) with
+its baselines (Features, GAP, DP-SAGE) and the non-private counterparts, plus the budget-split
+sweep of Figs. 2-6 (``--full`` only).
+
+``dpgl reproduce dpar --quick`` runs a reduced grid (see ``QUICK`` below and the README it
+writes); ``--full`` runs the paper's grid (10 seeds, 200 epochs, three datasets, all methods,
+both accountings) and is many CPU-hours on one core.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from dpgl.experiments.config import RunConfig
+from dpgl.experiments.execute import execute_run
+from dpgl.experiments.grid import GridSpec
+from dpgl.experiments.report import summarize, to_csv
+from dpgl.experiments.runner import run_grid
+from dpgl.experiments.store import RunStore
+from dpgl.methods import get_method
+
+NAME = "dpar"
+SUMMARY = "DPAR Table 1: node-level DP (DPAR, Features, GAP, DP-SAGE) at eps 1 and 8"
+
+#: Paper values (best DPAR variant and Features) at eps = 1, as given in the issue (Table 1).
+PAPER_EPS1 = {
+    "coauthor-cs": {"dpar": 0.8569, "features": 0.83},
+    "coauthor-physics": {"dpar": 0.8948, "features": 0.8412},
+}
+PAPER_NOTE = ("The issue lists MS Academic 0.8569 / CS 0.8927 / Physics 0.8948 (DPAR) and "
+              "0.83 / 0.8344 / 0.8412 (Features); we map MS Academic to coauthor-cs (PPNP's "
+              "ms_academic.npz is Coauthor CS) and could not verify which graph the paper's "
+              "separate 'CS' column uses.")
+
+DELTA = 1e-4        # DPAR reference code's default delta (per-dataset deltas not verifiable)
+
+DPAR_PRIVATE = ("dpar-em0", "dpar-em1", "dpar-gm")
+
+
+def _spec(name: str, datasets: list[str], seeds: int, epsilons: list[float],
+          methods: list[dict[str, Any]], params: dict[str, Any]) -> GridSpec:
+    return GridSpec.from_dict({
+        "name": name, "task": "node", "datasets": datasets, "models": ["mlp"],
+        "seeds": seeds, "epsilons": epsilons, "methods": methods, "params": params,
+        "selection": {"metric": "val_accuracy", "mode": "max",
+                      "report": ["test_accuracy"]},
+    }, source=name)
+
+
+def _methods(dpar_variants: tuple[str, ...], accountings: list[str], baselines: bool,
+             epochs: int, gap_epochs: int, sage_epochs: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in dpar_variants:
+        out.append({"name": m, "params": {"accounting": accountings, "epochs": epochs}})
+    out.append({"name": "dpar-nonprivate", "params": {"epochs": epochs}})
+    out.append({"name": "features-dpsgd", "params": {"subsample": 0.09, "epochs": epochs,
+                                                     "accounting": accountings}})
+    out.append({"name": "features-nonprivate", "params": {"subsample": 0.09,
+                                                          "epochs": epochs}})
+    if baselines:
+        g = {"epochs": gap_epochs, "encoder_epochs": gap_epochs}
+        out.append({"name": "gap-ndp", "params": g})
+        out.append({"name": "gap-nonprivate", "params": g})
+        out.append({"name": "sage-ndp", "params": {"epochs": sage_epochs}})
+        out.append({"name": "sage-nonprivate", "params": {"epochs": sage_epochs}})
+    return out
+
+
+def grids(quick: bool) -> list[GridSpec]:
+    common = {"delta": DELTA}
+    if quick:
+        return [
+            _spec("dpar-quick-cora", ["cora-ml"], 2, [1.0, 8.0],
+                  _methods(DPAR_PRIVATE, ["paper", "dpgl"], True, 200, 30, 20), common),
+            _spec("dpar-quick-cs", ["coauthor-cs"], 1, [1.0],
+                  _methods(("dpar-em0", "dpar-gm"), ["paper", "dpgl"], False, 50, 0, 0),
+                  common),
+        ]
+    full = [
+        _spec("dpar-full", ["cora-ml", "coauthor-cs", "coauthor-physics"], 10, [1.0, 8.0],
+              _methods(DPAR_PRIVATE, ["paper", "dpgl"], True, 200, 100, 100), common),
+        # Figs. 2-6: budget split between DP-APPR and DP-SGD at eps = 1 and 8
+        _spec("dpar-split", ["cora-ml", "coauthor-cs", "coauthor-physics"], 10, [1.0, 8.0],
+              [{"name": "dpar-em0", "params": {"appr_share": [0.1, 0.3, 0.5, 0.7, 0.9],
+                                              "accounting": ["paper", "dpgl"]}}], common),
+    ]
+    return full
+
+
+def _configs(specs: list[GridSpec]) -> list[RunConfig]:
+    out: list[RunConfig] = []
+    for s in specs:
+        out.extend(s.expand(lambda m: get_method(m).private))
+    return out
+
+
+def _label(row: pd.Series) -> str:
+    acc = row.get("param_accounting")
+    if isinstance(acc, str) and acc:
+        return f"{row['method']} ({acc})"
+    return str(row["method"])
+
+
+def _table(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["variant"] = df.apply(_label, axis=1)
+    # the reported epsilon: the run's verified node-DP total; the paper's claim for "paper" runs
+    summary = summarize(df, group_by=("dataset", "variant", "epsilon"),
+                        report=["test_accuracy"])
+    eps_cols = df.groupby(["dataset", "variant", "epsilon"], dropna=False).agg(
+        verified_epsilon=("privacy_total_node-DP_epsilon", "max"))
+    summary = summary.merge(eps_cols.reset_index(), on=["dataset", "variant", "epsilon"],
+                            how="left")
+    return summary
+
+
+def _fmt(mean: float, std: float) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "-"
+    s = f"{100 * mean:.1f}"
+    if std is not None and not (isinstance(std, float) and math.isnan(std)):
+        s += f" ± {100 * std:.1f}"
+    return s
+
+
+def _markdown(summary: pd.DataFrame) -> str:
+    lines = ["| dataset | method (noise calibrated with) | target ε | test accuracy (%) | seeds "
+             "| verified node-DP ε of the run |",
+             "|---|---|---|---|---|---|"]
+    for _, r in summary.iterrows():
+        eps = "-" if pd.isna(r["epsilon"]) else f"{r['epsilon']:g}"
+        ver = r.get("verified_epsilon")
+        ver_s = "no privacy" if pd.isna(ver) or (isinstance(ver, float) and math.isinf(ver)) \
+            else f"{ver:.3g}"
+        if pd.isna(r["epsilon"]):
+            ver_s = "no privacy"
+        lines.append(f"| {r['dataset']} | {r['variant']} | {eps} | "
+                     f"{_fmt(r['test_accuracy_mean'], r['test_accuracy_std'])} | "
+                     f"{int(r['n_seeds'])} | {ver_s} |")
+    return "\n".join(lines) + "\n"
+
+
+def _comparison(summary: pd.DataFrame) -> list[str]:
+    rows = ["| dataset | ours: best DPAR (paper calibration) | paper DPAR | ours: best DPAR "
+            "(dpgl calibration) | ours: Features (paper calibration) | ours: Features (dpgl "
+            "calibration) | paper Features |", "|---|---|---|---|---|---|---|"]
+    for ds, v in PAPER_EPS1.items():
+        sub = summary[(summary["dataset"] == ds) & (summary["epsilon"] == 1.0)]
+        if sub.empty:
+            rows.append(f"| {ds} | not run | {100 * v['dpar']:.2f} | not run | not run | "
+                        f"not run | {100 * v['features']:.2f} |")
+            continue
+
+        def best(pattern: str, frame: pd.DataFrame = sub) -> str:
+            part = frame[frame["variant"].str.contains(pattern, regex=False)]
+            if part.empty:
+                return "not run"
+            r = part.sort_values("test_accuracy_mean", ascending=False).iloc[0]
+            return f"{_fmt(r['test_accuracy_mean'], r['test_accuracy_std'])} ({r['variant']})"
+
+        dpar = sub[sub["variant"].str.startswith("dpar")]
+        rows.append(f"| {ds} | {best('(paper)', dpar)} | {100 * v['dpar']:.2f} | "
+                    f"{best('(dpgl)', dpar)} | {best('features-dpsgd (paper)')} | "
+                    f"{best('features-dpsgd (dpgl)')} | {100 * v['features']:.2f} |")
+    return rows
+
+
+GRID_TEXT_QUICK = """## Grid (quick)
+
+`--quick` (what is committed): Cora-ML with every method at eps in {1, 8}, 2 seeds, 200 epochs
+(GAP 30 + 30 epochs, DP-SAGE 20 epochs to fit the CPU budget); Coauthor CS (= MS Academic)
+with `dpar-em0`, `dpar-gm` (both calibrations), `features-dpsgd` and the non-private DPAR /
+Features at eps = 1 only, 1 seed, **50 epochs** (the paper: 200). Coauthor Physics is in the
+full grid only. Common settings (paper Sec. 5): lr 0.005, batch 60, K = 2, M = 70, q' = 9%,
+C = 1, C1 = 0.01, C2 = 0.001, hidden 32, alpha = 0.25, P = 2, `appr_share` = 0.3,
+delta = 1e-4 (the reference code's default; the paper's per-dataset deltas could not be
+verified offline). Features is run on the same 9% node subsample as DPAR (as the reference
+code's pipeline does)."""
+
+GRID_TEXT_FULL = """## Grid (full)
+
+Cora-ML, Coauthor CS, Coauthor Physics; eps in {1, 8}; 10 seeds; 200 epochs; every method
+and both calibrations; plus the DP-APPR / DP-SGD budget split sweep (`appr_share` in
+{0.1, 0.3, 0.5, 0.7, 0.9}, Figs. 2-6). Reddit needs a download and is not included."""
+
+GAPS_TEXT = """## Why our numbers differ from the paper's
+
+* **With the paper's calibration we are close.** On Coauthor CS (= MS Academic) at eps = 1,
+  DPAR with noise calibrated by DPAR's own formulas reaches 84.4 (EM) / 84.2 (GM) against the
+  paper's 85.69 (1 seed, 50 instead of 200 epochs, random instead of METIS split), and the
+  Features baseline 84.1 against 83.00. In our runs DPAR and Features are within 0.3 points
+  of each other; the paper's 2.7-point advantage of DPAR is not reproduced at this budget of
+  seeds (it may need the 10 seeds / 200 epochs of the full grid).
+* **Those paper-calibrated runs are not private at the stated eps.** The last column of the
+  table is what our analysis certifies for the noise they used: eps ~ 350 for DPAR on CS and
+  ~ 139 on Cora-ML (DP-SGD must count a node's effect on up to 1 + max_other gradients, and
+  eps x q' is not a valid amplification), eps = 8.7 for Features (the only gap there is the
+  amplification formula). See docs/node-dp.md for the claim-by-claim status.
+* **With verified calibration (`(dpgl)` rows) DPAR collapses** to majority-class accuracy
+  (25.5 on CS, ~31 on Cora-ML) at eps = 1 and even at eps = 8: the multi-term DP-SGD bound
+  has no q^2 amplification, so the noise multiplier is one to two orders of magnitude larger
+  (36.5 instead of 1.05 on CS, 85 instead of 4.0 on Cora-ML at eps = 1). Features with
+  verified calibration keeps 78.6 on CS (the sampled-Gaussian accountant applies; only the
+  amplification formula changes): under a verified node-level analysis the features-only
+  model is the better choice at these budgets. GAP (verified composition of its three
+  Gaussian parts, degree bounding taken as stated) reaches 55.2 on Cora-ML at eps = 8;
+  DP-SAGE (multi-term bound) stays at majority class.
+* **Cora-ML** has only ~230 training nodes after 9% subsampling: DP-SGD on a 92k-parameter MLP
+  is noise-dominated even with the paper's calibration at eps = 1 (30.8, majority class);
+  the paper values we could check do not include Cora-ML at eps = 1.
+* **Setup differences**: random 80/20 inductive split instead of METIS parts (not available
+  offline); Poisson instead of fixed-size node and batch sampling; one configuration per
+  row (no hyper-parameter search); 1-2 seeds; 50 epochs on CS in the quick grid."""
+
+
+def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> list[Path]:
+    torch.set_num_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    specs = grids(quick)
+    configs = _configs(specs)
+    start = time.perf_counter()
+
+    def run_fn(cfg: RunConfig) -> Any:
+        return execute_run(cfg, data_dir=data_dir)
+
+    with RunStore(out_dir / "runs.sqlite") as store:
+        outcome = run_grid(configs, store, run_fn, progress=console is not None,
+                           grid_name="dpar-quick" if quick else "dpar-full")
+        df = store.to_frame()
+    df = df[df["key"].isin([c.key() for c in configs])]
+    summary = _table(df)
+    csv = to_csv(summary, out_dir / "results.csv")
+    md_table = _markdown(summary)
+    (out_dir / "results.md").write_text("# DPAR reproduction: test accuracy\n\n" + md_table,
+                                        encoding="utf-8")
+    readme = out_dir / "README.md"
+    mode = "--quick" if quick else "--full"
+    text = [
+        "# DPAR (Zhang et al., WWW 2024): node-level DP, Table 1",
+        "",
+        f"Command: `dpgl reproduce dpar {mode}` (runs stored in `runs.sqlite`, resumable).",
+        f"Report written {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
+        f" (this invocation: {outcome.summary()}, {time.perf_counter() - start:.0f} s). "
+        f"Sum of the stored runs' times: {float(df['time_total'].sum()) / 60:.1f} min on one "
+        "core (2 cores shared with other jobs).",
+        "",
+        "## Measured",
+        "",
+        md_table,
+        "Test accuracy on the test half of the inductive test graph (the other half picks "
+        "hyper-parameters on validation accuracy; here there is one configuration per row). "
+        "`(paper)`: noise calibrated with DPAR's own accounting statements (reference-code "
+        "formulas); `(dpgl)`: noise calibrated so that our verified analysis meets the target. "
+        "The last column is the node-DP epsilon our analysis gives for the noise the run "
+        "actually used (docs/node-dp.md) — for `(paper)` runs it is far above the target.",
+        "",
+        "## Paper values (eps = 1)",
+        "",
+        "| dataset | DPAR (best variant) | Features |",
+        "|---|---|---|",
+    ]
+    for ds, v in PAPER_EPS1.items():
+        text.append(f"| {ds} | {100 * v['dpar']:.2f} | {100 * v['features']:.2f} |")
+    text += ["", PAPER_NOTE, "", "## Ours next to the paper (eps = 1)", ""]
+    text += _comparison(summary)
+    text += ["", GRID_TEXT_QUICK if quick else GRID_TEXT_FULL, "", GAPS_TEXT, ""]
+    (out_dir / "README.md").write_text("\n".join(text) + "\n", encoding="utf-8")
+    if console is not None:
+        console.print(outcome.summary())
+        console.print(md_table)
+    return [readme, out_dir / "results.md", csv]

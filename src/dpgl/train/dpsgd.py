@@ -1,0 +1,200 @@
+"""DP-SGD with per-sample gradients from ``torch.func`` (Abadi et al. 2016; DPAR Alg. 2).
+
+Every step draws a *Poisson* sample of the examples (each independently with rate
+q = batch_size / N, the sampling model of dp-accounting's ``PoissonSampledDpEvent`` and of
+:meth:`dpgl.privacy.Accountant.spend_gaussian` with ``sampling="poisson"``), computes one
+gradient per example with ``vmap(grad(loss))`` over ``functional_call``, clips each to l2 norm
+``clip`` (all parameters together), sums them, adds N(0, (noise_multiplier * clip)^2) to every
+coordinate and divides by the *expected* batch size q N (a public constant, so the division is
+post-processing). The noisy mean gradient drives Adam (post-processing). The number of steps
+is ``epochs * ceil(N / batch_size)``.
+
+With ``noise_multiplier=None`` the same model is trained without privacy: shuffled batches,
+mean loss, no clipping or noise (the non-private counterparts of the DP methods).
+
+The example loss is ``example_loss(model_fn, *example) -> scalar`` where ``model_fn(*inputs)``
+runs the model functionally with the current parameters; ``example`` holds one example's
+tensors (no batch dimension) sliced from ``data``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from dpgl.errors import ConfigError
+
+__all__ = [
+    "DPSGDConfig",
+    "DPSGDResult",
+    "clip_and_sum",
+    "per_sample_gradients",
+    "train_dpsgd",
+]
+
+ExampleLoss = Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class DPSGDConfig:
+    """DP-SGD hyper-parameters (DPAR Sec. 5: lr 0.005, batch 60, clip C = 1, 200 epochs)."""
+
+    lr: float = 0.005
+    epochs: int = 200
+    batch_size: int = 60
+    clip: float = 1.0
+    noise_multiplier: float | None = None  # None: non-private training
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.lr <= 0 or self.epochs < 1 or self.batch_size < 1 or self.clip <= 0:
+            raise ConfigError("DP-SGD needs lr > 0, epochs >= 1, batch_size >= 1, clip > 0")
+        if self.noise_multiplier is not None and self.noise_multiplier < 0:
+            raise ConfigError(f"noise_multiplier must be >= 0, got {self.noise_multiplier}")
+        if self.weight_decay < 0:
+            raise ConfigError("weight_decay must be >= 0")
+
+    @property
+    def private(self) -> bool:
+        return self.noise_multiplier is not None
+
+    def sampling_rate(self, num_examples: int) -> float:
+        return min(1.0, self.batch_size / max(int(num_examples), 1))
+
+    def steps(self, num_examples: int) -> int:
+        return self.epochs * math.ceil(max(int(num_examples), 1) / self.batch_size)
+
+
+@dataclass
+class DPSGDResult:
+    steps: int
+    sampling_rate: float
+    noise_multiplier: float | None
+    seconds: float
+    mean_batch_size: float
+    losses: list[float] = field(default_factory=list)
+
+
+def _functional(model: nn.Module) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    return params, buffers
+
+
+def per_sample_gradients(model: nn.Module, example_loss: ExampleLoss,
+                         batch: tuple[torch.Tensor, ...], *,
+                         randomness: str = "different") -> dict[str, torch.Tensor]:
+    """One gradient per example: ``{name: tensor of shape [B, *param.shape]}`` computed with
+    ``vmap(grad(loss))`` over ``functional_call`` (no per-example Python loop)."""
+    params, buffers = _functional(model)
+
+    def loss(p: dict[str, torch.Tensor], *example: torch.Tensor) -> torch.Tensor:
+        def model_fn(*inputs: Any) -> Any:
+            return functional_call(model, (p, buffers), inputs)
+        return example_loss(model_fn, *example)
+
+    in_dims = (None, *([0] * len(batch)))
+    return vmap(grad(loss), in_dims=in_dims, randomness=randomness)(params, *batch)
+
+
+def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str, torch.Tensor],
+                                                                      torch.Tensor]:
+    """Clip every per-sample gradient (all parameters jointly) to l2 norm ``clip`` and sum over
+    the batch. Returns (summed clipped gradients, per-sample norms before clipping)."""
+    values = list(grads.values())
+    if not values or values[0].size(0) == 0:
+        return {k: torch.zeros(g.shape[1:]) for k, g in grads.items()}, torch.zeros(0)
+    sq = sum(g.reshape(g.size(0), -1).pow(2).sum(dim=1) for g in values)
+    norms = torch.as_tensor(sq).sqrt()
+    factor = (clip / (norms + 1e-12)).clamp(max=1.0)
+    summed = {k: torch.tensordot(factor, g, dims=1) for k, g in grads.items()}
+    return summed, norms
+
+
+def _reset(model: nn.Module) -> None:
+    for module in model.modules():
+        reset = getattr(module, "reset_parameters", None)
+        if callable(reset):
+            reset()
+
+
+def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.Tensor, ...],
+                config: DPSGDConfig, *, rng: np.random.Generator,
+                reset: bool = True) -> DPSGDResult:
+    """Train ``model`` in place on ``data`` (tensors whose first dimension indexes the N
+    examples) with DP-SGD (``config.noise_multiplier`` set) or plain mini-batch Adam.
+    Deterministic given ``rng``: parameters are re-initialized from it (``reset``), the torch
+    RNG is forked, Poisson masks come from ``rng`` and noise from a torch generator seeded
+    from it."""
+    n = int(data[0].size(0))
+    if n == 0:
+        raise ConfigError("DP-SGD needs at least one training example")
+    if any(int(t.size(0)) != n for t in data):
+        raise ConfigError("all example tensors must have the same first dimension")
+    q = config.sampling_rate(n)
+    steps = config.steps(n)
+    seed = int(rng.integers(0, 2**63 - 1))
+    noise_gen = torch.Generator()
+    noise_gen.manual_seed(int(rng.integers(0, 2**63 - 1)))
+    losses: list[float] = []
+    sizes: list[int] = []
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if reset:
+            _reset(model)
+        opt = torch.optim.Adam(model.parameters(), lr=config.lr,
+                               weight_decay=config.weight_decay)
+        model.train()
+        if config.private:
+            sigma = float(config.noise_multiplier) * config.clip  # type: ignore[arg-type]
+            expected = q * n
+            for _ in range(steps):
+                idx = torch.from_numpy(np.flatnonzero(rng.random(n) < q))
+                sizes.append(int(idx.numel()))
+                if idx.numel():
+                    grads = per_sample_gradients(model, example_loss,
+                                                 tuple(t[idx] for t in data))
+                    summed, _ = clip_and_sum(grads, config.clip)
+                else:
+                    summed = {k: torch.zeros_like(p) for k, p in model.named_parameters()}
+                opt.zero_grad()
+                for name, p in model.named_parameters():
+                    noise = sigma * torch.randn(p.shape, generator=noise_gen) if sigma > 0 \
+                        else torch.zeros(p.shape)
+                    p.grad = (summed[name] + noise) / expected
+                opt.step()
+        else:
+            per_epoch = math.ceil(n / config.batch_size)
+            for _ in range(config.epochs):
+                perm = torch.from_numpy(rng.permutation(n))
+                for b in range(per_epoch):
+                    idx = perm[b * config.batch_size:(b + 1) * config.batch_size]
+                    sizes.append(int(idx.numel()))
+                    params = dict(model.named_parameters())
+                    buffers = dict(model.named_buffers())
+
+                    def model_fn(*inputs: Any, _p: Any = params, _b: Any = buffers) -> Any:
+                        return functional_call(model, (_p, _b), inputs)
+
+                    batch = tuple(t[idx] for t in data)
+                    per = vmap(lambda *ex: example_loss(model_fn, *ex),
+                               randomness="different")(*batch)
+                    loss = per.mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    losses.append(float(loss.detach()))
+        model.eval()
+    return DPSGDResult(steps=steps if config.private else config.epochs * math.ceil(
+        n / config.batch_size), sampling_rate=q,
+        noise_multiplier=config.noise_multiplier, seconds=time.perf_counter() - start,
+        mean_batch_size=float(np.mean(sizes)) if sizes else 0.0, losses=losses)
