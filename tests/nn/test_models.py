@@ -7,7 +7,7 @@ from dpgl.errors import ConfigError
 from dpgl.nn import ModelConfig, PreparedGraph, build_node_model
 from dpgl.nn.gat import WeightedGATConv
 from dpgl.nn.gin import GIN
-from dpgl.nn.layers import GCNLayer, SAGELayer
+from dpgl.nn.layers import GCNLayer, SAGELayer, sparse_features
 
 
 def _graph(n: int = 15, seed: int = 0) -> torch.Tensor:
@@ -141,3 +141,25 @@ def test_gin_shapes_and_mean_readout() -> None:
     out = model(x, both, batch)
     assert out.shape == (2, 3)
     torch.testing.assert_close(out[0], out[1])  # identical graphs, identical scores
+
+
+@pytest.mark.parametrize("kind", ["mlp", "gcn", "sage", "gat"])
+def test_sparse_features_give_the_same_outputs_and_gradients(kind: str) -> None:
+    torch.manual_seed(0)
+    x = (torch.rand(15, 300) < 0.02).float()
+    sparse = sparse_features(x)
+    assert not isinstance(sparse, torch.Tensor)  # wide and sparse -> operator
+    g = PreparedGraph(_graph(seed=6), 15)
+    model = build_node_model(kind, 300, 3, ModelConfig(hidden=8)).eval()
+    dense_out = model(x, g)
+    grads_dense = torch.autograd.grad(dense_out.pow(2).sum(), list(model.parameters()))
+    sparse_out = model(sparse, g)
+    grads_sparse = torch.autograd.grad(sparse_out.pow(2).sum(), list(model.parameters()))
+    torch.testing.assert_close(sparse_out, dense_out, rtol=1e-5, atol=1e-5)
+    for a, b in zip(grads_sparse, grads_dense, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_dense_or_narrow_features_stay_dense() -> None:
+    assert isinstance(sparse_features(torch.rand(10, 300)), torch.Tensor)
+    assert isinstance(sparse_features((torch.rand(10, 20) < 0.01).float()), torch.Tensor)

@@ -14,6 +14,7 @@ from dpgl.methods.base import MethodOutput, RunContext
 from dpgl.methods.params import GraphParams, NodeParams
 from dpgl.nn import ModelConfig, PreparedGraph, build_node_model
 from dpgl.nn.gin import GIN
+from dpgl.nn.layers import sparse_features
 from dpgl.rng import spawn
 from dpgl.train import GraphTrainConfig, TrainConfig, train_graph_classifier, train_node_classifier
 
@@ -60,9 +61,10 @@ def train_node_model(
     num_classes = int(y.max()) + 1
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
         net = build_node_model(kind, x.size(1), num_classes, arch)
+    features = sparse_features(x) if p.input_dropout == 0 else x
     result = train_node_classifier(
         net,
-        lambda m: m(x, graph),
+        lambda m: m(features, graph),
         y,
         *split,
         TrainConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs, patience=p.patience),

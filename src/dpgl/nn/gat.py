@@ -14,6 +14,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.utils import softmax
 
+from dpgl.nn.layers import Features, linear
+
 
 class WeightedGATConv(nn.Module):
     """Weighted single-head GAT layer over an edge list (targets = ``edge_index[1]``)."""
@@ -35,17 +37,17 @@ class WeightedGATConv(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(
-        self, x: torch.Tensor, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None
+        self, x: Features, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None
     ) -> torch.Tensor:
-        n = x.size(0)
-        loops = torch.arange(n, device=x.device)
+        h = linear(self.lin, x)
+        n = h.size(0)
+        loops = torch.arange(n, device=h.device)
         src = torch.cat([edge_index[0], loops])
         dst = torch.cat([edge_index[1], loops])
         if edge_weight is None:
-            w = torch.ones(src.numel(), device=x.device)
+            w = torch.ones(src.numel(), device=h.device)
         else:
-            w = torch.cat([edge_weight.float(), torch.ones(n, device=x.device)])
-        h = self.lin(x)
+            w = torch.cat([edge_weight.float(), torch.ones(n, device=h.device)])
         logits = F.leaky_relu(
             (h * self.att_src).sum(-1)[src] + (h * self.att_dst).sum(-1)[dst], self.negative_slope
         )

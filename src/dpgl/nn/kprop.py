@@ -21,10 +21,10 @@ import scipy.sparse as sp
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.nn import GCNConv, SAGEConv
 
 from dpgl.errors import ConfigError, unknown_name
-from dpgl.graph.propagation import gcn_normalized, to_scipy, to_torch_csr
+from dpgl.graph.propagation import SparseOperator, gcn_normalized_scipy, to_scipy, to_torch_csr
+from dpgl.nn.layers import GCNLayer, SAGELayer
 from dpgl.nn.models import ACTIVATIONS
 from dpgl.nn.prepared import PreparedGraph
 
@@ -35,13 +35,15 @@ AGGREGATORS = ("gcn", "mean")
 
 
 def kprop_matrix(edge_index: torch.Tensor, num_nodes: int, *, aggregator: str = "gcn",
-                 self_loops: bool = False, edge_weight: torch.Tensor | None = None
-                 ) -> torch.Tensor:
+                 self_loops: bool = False, edge_weight: torch.Tensor | None = None,
+                 operator: bool = False) -> torch.Tensor | SparseOperator:
     """The one-step aggregation matrix of KProp as CSR (rows = targets).
 
     ``aggregator="gcn"``: D^-1/2 A D^-1/2; ``"mean"``: D^-1 A. Without self-loops (the
     default, LPGNN Alg. 2 aggregates over N(v) - {v}); ``self_loops=True`` uses A + I
     (the ablation of LPGNN Fig. 6). Existing self-loops in ``edge_index`` are dropped first.
+    ``operator=True`` returns a :class:`~dpgl.graph.propagation.SparseOperator` (cheap
+    backward, for propagation inside the training loop).
     """
     if aggregator not in AGGREGATORS:
         raise unknown_name("KProp aggregator", aggregator, AGGREGATORS)
@@ -49,13 +51,15 @@ def kprop_matrix(edge_index: torch.Tensor, num_nodes: int, *, aggregator: str = 
     ei = edge_index[:, keep]
     ew = None if edge_weight is None else edge_weight[keep]
     if aggregator == "gcn":
-        return gcn_normalized(ei, num_nodes, ew, add_self_loops=self_loops)
-    a = to_scipy(ei, num_nodes, ew)
-    if self_loops:
-        a = a + sp.identity(num_nodes, dtype=a.dtype, format="csr")
-    deg = a.sum(axis=1).A.ravel()
-    inv = (1.0 / deg.clip(min=1e-30)) * (deg > 0)
-    return to_torch_csr((sp.diags(inv.astype("float32")) @ a).tocsr())
+        mat = gcn_normalized_scipy(ei, num_nodes, ew, add_self_loops=self_loops)
+    else:
+        a = to_scipy(ei, num_nodes, ew)
+        if self_loops:
+            a = a + sp.identity(num_nodes, dtype=a.dtype, format="csr")
+        deg = a.sum(axis=1).A.ravel()
+        inv = (1.0 / deg.clip(min=1e-30)) * (deg > 0)
+        mat = (sp.diags(inv.astype("float32")) @ a).tocsr()
+    return SparseOperator(mat) if operator else to_torch_csr(mat)
 
 
 def centred_sparse(x: torch.Tensor, center: float) -> torch.Tensor:
@@ -65,7 +69,7 @@ def centred_sparse(x: torch.Tensor, center: float) -> torch.Tensor:
         return (x - center).to_sparse_csr()
 
 
-def kprop(x: torch.Tensor, adj: torch.Tensor, steps: int) -> torch.Tensor:
+def kprop(x: torch.Tensor, adj: torch.Tensor | SparseOperator, steps: int) -> torch.Tensor:
     """AGG^K(x): ``steps`` sparse products with the aggregation matrix ``adj``."""
     if steps < 0:
         raise ConfigError(f"KProp steps must be >= 0, got {steps}")
@@ -88,7 +92,7 @@ class KPropGNN(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, *, hidden: int = 16, dropout: float = 0.5,
                  activation: str = "selu", batch_norm: bool = True,
                  second_layer: str = "gcn",
-                 propagate: tuple[torch.Tensor, int] | None = None,
+                 propagate: tuple[torch.Tensor | SparseOperator, int] | None = None,
                  center: float = 0.0) -> None:
         super().__init__()
         self.propagate = propagate
@@ -103,9 +107,9 @@ class KPropGNN(nn.Module):
         self.dropout = dropout
         self.second_layer = second_layer
         if second_layer == "gcn":
-            self.conv2: nn.Module = GCNConv(hidden, out_dim, normalize=False, add_self_loops=False)
+            self.conv2: nn.Module = GCNLayer(hidden, out_dim)
         else:
-            self.conv2 = SAGEConv(hidden, out_dim, aggr="sum")
+            self.conv2 = SAGELayer(hidden, out_dim)
 
     def first_layer(self, x: torch.Tensor) -> torch.Tensor:
         """The KProp layer's output before batch norm."""
@@ -130,7 +134,7 @@ class LabelPropagationHead(nn.Module):
     log-probabilities are returned (so cross-entropy against the denoised targets is the
     paper's loss). In eval mode the base model's logits are returned unchanged."""
 
-    def __init__(self, base: nn.Module, adj: torch.Tensor | None, steps: int,
+    def __init__(self, base: nn.Module, adj: torch.Tensor | SparseOperator | None, steps: int,
                  transition: torch.Tensor | None = None) -> None:
         super().__init__()
         if steps > 0 and adj is None:

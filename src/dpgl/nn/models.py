@@ -17,7 +17,7 @@ from torch import nn
 
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.nn.gat import WeightedGATConv
-from dpgl.nn.layers import GCNLayer, SAGELayer
+from dpgl.nn.layers import Features, GCNLayer, SAGELayer, linear
 from dpgl.nn.prepared import PreparedGraph
 
 MODEL_NAMES = ("mlp", "gcn", "sage", "gat")
@@ -81,8 +81,13 @@ class NodeModel(nn.Module):
             return SAGELayer(a, b)
         return WeightedGATConv(a, b)
 
-    def forward(self, x: torch.Tensor, graph: PreparedGraph | None) -> torch.Tensor:
-        x = F.dropout(x, self.config.input_dropout, self.training)
+    def forward(self, x: Features, graph: PreparedGraph | None) -> torch.Tensor:
+        """Logits for all nodes. ``x`` may be a sparse feature operator
+        (:func:`dpgl.nn.layers.sparse_features`); input dropout then does not apply."""
+        if isinstance(x, torch.Tensor):
+            x = F.dropout(x, self.config.input_dropout, self.training)
+        elif self.config.input_dropout > 0:
+            raise ConfigError("input_dropout needs dense features")
         for i, layer in enumerate(self.layers):
             x = self._apply(layer, x, graph)
             if i < len(self.layers) - 1:
@@ -90,11 +95,10 @@ class NodeModel(nn.Module):
                 x = F.dropout(x, self.config.dropout, self.training)
         return x
 
-    def _apply(
-        self, layer: nn.Module, x: torch.Tensor, graph: PreparedGraph | None
-    ) -> torch.Tensor:
+    def _apply(self, layer: nn.Module, x: Features, graph: PreparedGraph | None) -> torch.Tensor:
         if self.kind == "mlp":
-            return layer(x)
+            assert isinstance(layer, nn.Linear)
+            return linear(layer, x)
         if graph is None:
             raise ConfigError(f"model {self.kind!r} needs a graph")
         if self.kind == "gcn":
