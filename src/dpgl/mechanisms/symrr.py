@@ -17,43 +17,28 @@ import numpy as np
 import torch
 
 from dpgl.graph.pairs import index_to_pair, num_pairs, pair_to_index
-from dpgl.mechanisms._primitives import rr_flip_probability, rr_keep_probability
 from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.neighbor_list import (
     check_neighbor_list,
     check_num_nodes,
     edge_index_from_pairs,
 )
-from dpgl.mechanisms.rr import flip_bits
-from dpgl.privacy import Guarantee, Unit, check_epsilon, symmetric_edge_ldp_to_relationship_dp
+from dpgl.mechanisms.rr import RR, flip_bits
+from dpgl.privacy import Guarantee, symmetric_edge_ldp_to_relationship_dp
 from dpgl.rng import SeedLike
 
 __all__ = ["SymRR", "SymRRTransform"]
 
 
-class SymRR:
-    """RR with ``epsilon`` on the bits j < i of user i's list; eps-edge LDP."""
-
-    def __init__(self, epsilon: float) -> None:
-        self.epsilon = check_epsilon(epsilon)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        """eps-edge LDP (each reported bit is one Warner RR)."""
-        return Guarantee(self.epsilon, 0.0, Unit.EDGE_LDP)
+class SymRR(RR):
+    """RR with ``epsilon`` on the bits j < i of user i's list; eps-edge LDP (each reported bit
+    is one Warner RR, as in :class:`~dpgl.mechanisms.rr.RR`, whose guarantee and flip
+    probabilities it shares)."""
 
     @property
     def relationship_guarantee(self) -> Guarantee:
         """eps relationship DP: each undirected edge is reported by one endpoint only."""
         return symmetric_edge_ldp_to_relationship_dp(self.guarantee)
-
-    @property
-    def keep_probability(self) -> float:
-        return rr_keep_probability(self.epsilon)
-
-    @property
-    def flip_probability(self) -> float:
-        return rr_flip_probability(self.epsilon)
 
     def report(self, neighbors: object, num_nodes: int, index: int,
                rng: np.random.Generator) -> np.ndarray:
