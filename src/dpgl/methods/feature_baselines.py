@@ -1,0 +1,99 @@
+"""LPGNN's feature baselines (Sajadmanesh & Gatica-Perez, CCS 2021, Sec. 5.1), on the same
+GCN as ``lpgnn`` (hidden 16, SeLU, batch norm after the first layer, dropout):
+
+* ``gcn-raw``: the true features (non-private upper bound, "GCN+Raw").
+* ``gcn-rnd``: random features in [0, 1]^d drawn by the server ("GCN+RND"): the users' features
+  are never used (perfect feature privacy).
+* ``gcn-ohd``: the one-hot encoding of each node's degree, clipped at ``max_degree``
+  ("GCN+OHD"): computed from the graph, which the server knows; features never used.
+
+The graph and the labels are used as is (recorded as non-private).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import torch
+from pydantic import Field
+from torch_geometric.utils import degree
+
+from dpgl.methods.base import Method, MethodOutput, RunContext, register
+from dpgl.methods.common import node_split, train_node_model
+from dpgl.methods.params import NodeParams, Params
+from dpgl.nn import PreparedGraph
+from dpgl.privacy import Unit
+from dpgl.rng import torch_generator
+
+
+class FeatureBaselineParams(NodeParams):
+    normalize_features: bool = True
+    activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
+    batch_norm: bool = True
+    weight_decay: float = Field(1e-3, ge=0)
+    epochs: int = Field(300, ge=1)
+    patience: int | None = Field(100, ge=1)
+
+
+class OhdParams(FeatureBaselineParams):
+    max_degree: int = Field(64, ge=1)
+
+
+class _FeatureBaseline(Method):
+    tasks = ("node",)
+    private = False
+    models = ("gcn", "sage", "gat")
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": FeatureBaselineParams}
+
+    def features(self, ctx: RunContext) -> torch.Tensor:
+        raise NotImplementedError
+
+    def fit(self, ctx: RunContext) -> MethodOutput:
+        data = ctx.dataset
+        acc = ctx.accountant
+        acc.spend_nonprivate("graph", "true edges used as is (LPGNN: the server knows the "
+                             "graph)", Unit.EDGE_LDP)
+        acc.spend_nonprivate("labels", "true training labels used as is", Unit.LABEL_LDP)
+        split = node_split(ctx, data)
+        x = self.features(ctx)
+        graph = PreparedGraph(data.edge_index, int(data.num_nodes))
+        out = train_node_model(ctx, x, data.y, split, graph)
+        out.info["feature_dim"] = int(x.size(1))
+        return out
+
+
+@register
+class GcnRaw(_FeatureBaseline):
+    name = "gcn-raw"
+    summary = "GCN+Raw (LPGNN baseline): true features, graph and labels (non-private)"
+
+    def features(self, ctx: RunContext) -> torch.Tensor:
+        ctx.accountant.spend_nonprivate("features", "true node features used as is",
+                                        Unit.FEATURE_LDP)
+        return ctx.dataset.x
+
+
+@register
+class GcnRnd(_FeatureBaseline):
+    name = "gcn-rnd"
+    summary = "GCN+RND (LPGNN baseline): random features, the users' features are never used"
+
+    def features(self, ctx: RunContext) -> torch.Tensor:
+        x = ctx.dataset.x
+        gen = torch_generator(ctx.rng)
+        return torch.rand(x.size(0), x.size(1), generator=gen)
+
+
+@register
+class GcnOhd(_FeatureBaseline):
+    name = "gcn-ohd"
+    summary = "GCN+OHD (LPGNN baseline): one-hot degree features from the known graph"
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": OhdParams}
+
+    def features(self, ctx: RunContext) -> torch.Tensor:
+        p = ctx.params
+        assert isinstance(p, OhdParams)
+        data = ctx.dataset
+        deg = degree(data.edge_index[1], int(data.num_nodes), dtype=torch.long)
+        return torch.nn.functional.one_hot(deg.clamp(max=p.max_degree),
+                                           p.max_degree + 1).float()

@@ -1,0 +1,177 @@
+"""``solitude`` and ``solitude-link`` (Lin, Li & Wang, "Towards Private Learning on
+Decentralized Graphs with Local Differential Privacy", IEEE TIFS 2022).
+
+``solitude``: nothing is known to the server. Every user sends her neighbor list through
+Warner's RR (eps_a-edge-LDP, :class:`dpgl.mechanisms.rr.RRTransform`, whole-graph simulation)
+and her features through the multi-bit mechanism (eps_x-feature-LDP); optionally her label
+through k-RR (eps_y-label-LDP). The server calibrates: feature smoothing over the noisy graph
+(Eq. 11, ``feature_steps`` = l_x), label smoothing (Eq. 12, ``label_steps`` = l_y) and graph
+structure learning jointly with the GNN (Eq. 14, :mod:`dpgl.estimators.solitude`).
+
+``variant`` selects the rows of Solitude's Table 3: ``base`` (GNN on the raw noisy reports),
+``lpgnn`` (LPGNN's calibration adapted to the noisy graph: feature/label smoothing, no
+structure learning) and ``solitude`` (everything).
+
+Budget: the run's ``epsilon`` is the edge budget eps_a; ``feature_epsilon`` (default 1.0) is
+eps_x; ``label_epsilon`` (default None = labels used as is, as in Solitude's experiments) is
+eps_y. The privacy report's per-user total is eps_a + eps_x (+ eps_y) when labels are
+private; with non-private labels it is "no privacy" (honestly: the labels are not protected)
+and ``info["per_user_edge_feature_epsilon"]`` gives eps_a + eps_x.
+
+``solitude-link``: only the edge part, under Blink's protocol (true features and labels):
+RR on every neighbor list + structure learning; ``epsilon`` = eps_a.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import torch
+from pydantic import Field
+
+from dpgl.estimators.smoothing import feature_smoothing
+from dpgl.estimators.solitude import SolitudeConfig, StructureLearner, WeightedGNN, train_solitude
+from dpgl.mechanisms.features import CollectFeatures
+from dpgl.mechanisms.rr import RRTransform
+from dpgl.methods.base import Method, MethodOutput, RunContext, register
+from dpgl.methods.common import node_split
+from dpgl.methods.lpgnn import label_targets
+from dpgl.methods.params import NodeParams, Params
+from dpgl.nn.kprop import LabelPropagationHead
+from dpgl.privacy import Unit
+from dpgl.rng import spawn
+
+
+class SolitudeLinkParams(NodeParams):
+    """Edge part only (Blink's protocol)."""
+
+    activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
+    structure_learning: bool = True
+    symmetric: bool = True
+    adj_lr: float = Field(0.01, gt=0)
+    lambda1: float = Field(5.0, ge=0)      # lambda2 / (2 lambda1) = 1/2: one-way pairs -> 0
+    lambda2: float = Field(5.0, ge=0)
+    gnn_weight: float = Field(1.0, ge=0)
+    inner_steps: int = Field(1, ge=1)
+
+
+class SolitudeParams(SolitudeLinkParams):
+    normalize_features: bool = True
+    variant: Literal["solitude", "lpgnn", "base"] = "solitude"
+    feature_epsilon: float = Field(1.0, gt=0)
+    feature_steps: int = Field(4, ge=0, le=256)   # l_x (Eq. 11)
+    label_epsilon: float | None = Field(None, gt=0)
+    label_steps: int = Field(0, ge=0, le=256)     # l_y (Eq. 12)
+    forward_correction: bool = True
+    #: post-processing (no privacy cost): scale the calibrated features to zero mean and unit
+    #: variance per column. Rectified multi-bit reports are of size ~ d coth(eps/2m)/2m
+    #: (thousands for CiteSeer's d = 3,703) and the backbone has no normalization layer.
+    standardize_features: bool = True
+
+
+def _config(p: SolitudeLinkParams, structure_learning: bool) -> SolitudeConfig:
+    return SolitudeConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs,
+                          patience=p.patience, structure_learning=structure_learning,
+                          adj_lr=p.adj_lr, lambda1=p.lambda1, lambda2=p.lambda2,
+                          gnn_weight=p.gnn_weight, inner_steps=p.inner_steps)
+
+
+def _noisy_graph(ctx: RunContext, epsilon: float, rng: object) -> torch.Tensor:
+    rr = RRTransform(epsilon, symmetrize="directed", seed=rng)  # type: ignore[arg-type]
+    ctx.accountant.spend("neighbor lists", rr.guarantee,
+                         mechanism="Warner RR on every bit of the neighbor list")
+    return rr(ctx.dataset).edge_index
+
+
+@register
+class Solitude(Method):
+    name = "solitude"
+    tasks = ("node",)
+    private = True
+    models = ("gcn", "sage")
+    summary = ("Solitude: RR neighbor lists (epsilon = eps_a) + multi-bit features "
+               "(feature_epsilon) + calibration and structure learning (Eq. 11-14)")
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": SolitudeParams}
+
+    def fit(self, ctx: RunContext) -> MethodOutput:
+        p = ctx.params
+        assert isinstance(p, SolitudeParams)
+        assert ctx.epsilon is not None
+        data = ctx.dataset
+        n = int(data.num_nodes)
+        split = node_split(ctx, data)
+        edge_rng, feat_rng, label_rng = spawn(ctx.rng, 3)
+        noisy_ei = _noisy_graph(ctx, ctx.epsilon, edge_rng)
+        collector = CollectFeatures(p.feature_epsilon, "multibit", seed=feat_rng)
+        x_noisy = collector(data).x
+        rand = collector.randomizer_for(int(x_noisy.size(1)))
+        ctx.accountant.spend("features", rand.guarantee, mechanism=rand.describe())
+        calibrate = p.variant != "base"
+        x = feature_smoothing(x_noisy, noisy_ei, n, p.feature_steps if calibrate else 0)
+        if p.standardize_features:
+            x = (x - x.mean(dim=0)) / x.std(dim=0).clamp_min(1e-12)
+        y_eval, targets, head, info = label_targets(
+            ctx, data.y, split, noisy_ei, n, label_epsilon=p.label_epsilon,
+            denoise="drop" if calibrate else "none", steps=p.label_steps if calibrate else 0,
+            forward_correction=p.forward_correction, rng=label_rng)
+        output = LabelPropagationHead(torch.nn.Identity(), *head) if head is not None else None
+        num_classes = int(data.y.max()) + 1
+        with torch.random.fork_rng(devices=[]):
+            model = WeightedGNN(ctx.model, int(x.size(1)), num_classes, hidden=p.hidden,
+                                dropout=p.dropout, activation=p.activation)
+        learner = StructureLearner(noisy_ei, n,
+                                   symmetric=p.symmetric and p.variant == "solitude")
+        result = train_solitude(model, learner, x, y_eval, targets, split,
+                                _config(p, p.structure_learning and p.variant == "solitude"),
+                                seed=int(ctx.rng.integers(2**31)), output=output)
+        info.update({
+            "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+            "train_seconds": result.seconds, "noisy_edges": int(noisy_ei.size(1)),
+            "kept_edges": result.kept_edges, "mean_edge_weight": result.mean_weight,
+            "candidate_edges": int(learner.edge_index.size(1)),
+            "per_user_edge_feature_epsilon": float(ctx.epsilon + p.feature_epsilon),
+            "feature_m": rand.m, "variant": p.variant,
+        })
+        return MethodOutput(result.metrics, info)
+
+
+@register
+class SolitudeLink(Method):
+    name = "solitude-link"
+    tasks = ("node",)
+    private = True
+    models = ("gcn", "sage")
+    summary = ("Solitude's edge part under Blink's protocol: RR neighbor lists + structure "
+               "learning; true features and labels")
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": SolitudeLinkParams}
+
+    def fit(self, ctx: RunContext) -> MethodOutput:
+        p = ctx.params
+        assert isinstance(p, SolitudeLinkParams)
+        assert ctx.epsilon is not None
+        data = ctx.dataset
+        n = int(data.num_nodes)
+        acc = ctx.accountant
+        split = node_split(ctx, data)
+        (edge_rng,) = spawn(ctx.rng, 1)
+        noisy_ei = _noisy_graph(ctx, ctx.epsilon, edge_rng)
+        acc.spend_nonprivate("features", "true node features used as is", Unit.FEATURE_LDP)
+        acc.spend_nonprivate("labels", "true training labels used as is", Unit.LABEL_LDP)
+        num_classes = int(data.y.max()) + 1
+        with torch.random.fork_rng(devices=[]):
+            model = WeightedGNN(ctx.model, int(data.x.size(1)), num_classes, hidden=p.hidden,
+                                dropout=p.dropout, activation=p.activation)
+        learner = StructureLearner(noisy_ei, n, symmetric=p.symmetric)
+        result = train_solitude(model, learner, data.x, data.y, data.y, split,
+                                _config(p, p.structure_learning),
+                                seed=int(ctx.rng.integers(2**31)))
+        return MethodOutput(result.metrics, {
+            "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+            "train_seconds": result.seconds, "noisy_edges": int(noisy_ei.size(1)),
+            "kept_edges": result.kept_edges, "mean_edge_weight": result.mean_weight,
+            "candidate_edges": int(learner.edge_index.size(1)),
+            "train_graph_edges": int(noisy_ei.size(1)),
+        })
+
+
+__all__ = ["Solitude", "SolitudeLink", "SolitudeLinkParams", "SolitudeParams"]
