@@ -1,0 +1,420 @@
+"""Graph classification under edge LDP (Hidano & Murakami, "Degree-Preserving Randomized
+Response for Graph Neural Networks under Local Differential Privacy", arXiv 2202.10209).
+
+Every graph (a thread, a community) is classified; in every graph each user randomizes her
+neighbor list once and the server trains GIN-0 (Sec. 5.1) on the noisy graphs. Methods
+(``fit_graph_ldp(method, ctx)``):
+
+* ``dprr``: DPRR (noisy degree with eps1, RR with eps2, edge sampling; Eq. 8 budget
+  allocation with n_max = the largest graph of the dataset unless ``n_max`` is given, or the
+  plain split eps1 = (1 - alpha) eps);
+* ``rr``: Warner's RR with eps on every bit;
+* ``locallap``: Laplace noise on every bit (eps2 = 9 eps / 10) + noisy degree
+  (eps1 = eps / 10), server keeps the top T = sum(noisy degrees) / 2 pairs;
+* ``nonpriv-part``: only the non-private users' true lists are used, the private users'
+  lists are dropped (no noise, no privacy for the non-private users);
+* ``nonpriv-full``: every true list is used (no privacy).
+
+Customized setting (Sec. 5): a fraction lambda = ``non_private_fraction`` of the users of
+each graph, drawn uniformly per graph, are non-private and send their true lists; they have
+**no** privacy (recorded with ``spend_nonprivate``). Sec. 6: ``poison`` replaces the lists
+of a fraction ``poison_fraction`` of users in the *training* graphs
+(:mod:`dpgl.mechanisms.poisoning`), ``defense_theta`` drops the lists whose number of ones
+is >= tau (Eq. 17) in every graph.
+
+Registered here: ``locallap``, ``nonpriv-part``, ``nonpriv-full`` (graph task only). ``rr``
+and ``dprr`` are registered by :mod:`dpgl.methods.edge_ldp`, which calls
+:func:`fit_graph_ldp` for the graph task.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import torch
+from pydantic import Field, model_validator
+from torch_geometric.data import Data
+
+from dpgl.errors import ConfigError, unknown_name
+from dpgl.estimators.dprr import dprr_graph
+from dpgl.estimators.toptt import simulate_top_t
+from dpgl.graph.pairs import sort_pairs
+from dpgl.graph.splits import graph_split
+from dpgl.mechanisms.dprr import DPRR, draw_private_mask
+from dpgl.mechanisms.lap import LocalLap
+from dpgl.mechanisms.neighbor_list import undirected_pairs
+from dpgl.mechanisms.poisoning import (
+    POISON_PRESETS,
+    defense_threshold,
+    draw_poisoned_users,
+    flag_high_degree,
+    poison_reports,
+)
+from dpgl.mechanisms.rr import RR, DirectedReports
+from dpgl.methods.base import Method, MethodOutput, RunContext, register
+from dpgl.methods.params import GraphParams, Params
+from dpgl.nn.gin import GIN
+from dpgl.privacy import Guarantee, Unit
+from dpgl.rng import spawn
+from dpgl.train import GraphTrainConfig, train_graph_classifier
+
+__all__ = [
+    "GRAPH_LDP_METHODS",
+    "GraphLDPParams",
+    "GraphRandomizer",
+    "RandomizedGraph",
+    "fit_graph_ldp",
+    "randomize_graphs",
+]
+
+GRAPH_LDP_METHODS = ("dprr", "rr", "locallap", "nonpriv-part", "nonpriv-full")
+_PRIVATE = ("dprr", "rr", "locallap")
+
+
+class GraphLDPParams(GraphParams):
+    """GIN-0 hyper-parameters (:class:`GraphParams`) + the DPRR paper's options."""
+
+    non_private_fraction: float = Field(0.0, ge=0, lt=1)  # lambda (customized setting)
+    alpha: float = Field(0.9, gt=0, lt=1)  # DPRR: share of eps for RR in Eq. 8
+    allocation: Literal["eq8", "split"] = "eq8"
+    n_max: int | None = Field(None, ge=2)  # DPRR Eq. 8 (None: largest graph of the dataset)
+    degree_fraction: float = Field(0.1, gt=0, lt=1)  # LocalLap: eps1 = degree_fraction * eps
+    symmetrize: Literal["directed", "or", "and"] = "directed"
+    poison: Literal["none", "all-ones", "random", "custom"] = "none"
+    poison_fraction: float = Field(0.0, ge=0, le=0.5)  # beta
+    poison_omega1: float | None = Field(None, ge=0, le=1)
+    poison_omega2: float | None = Field(None, ge=0, le=1)
+    defense_theta: float | None = Field(None, gt=0, lt=1)
+    max_total_edges: int = Field(60_000_000, ge=1)  # refuse RR runs whose output is larger
+
+    @model_validator(mode="after")
+    def _poison(self) -> GraphLDPParams:
+        custom = self.poison_omega1 is not None or self.poison_omega2 is not None
+        if self.poison == "custom" and (self.poison_omega1 is None or self.poison_omega2 is None):
+            raise ValueError("poison='custom' needs poison_omega1 and poison_omega2")
+        if custom and self.poison != "custom":
+            raise ValueError("poison_omega1/poison_omega2 need poison='custom'")
+        if self.poison == "none" and self.poison_fraction > 0:
+            raise ValueError("poison_fraction > 0 needs poison='all-ones', 'random' or 'custom'")
+        return self
+
+    @property
+    def omegas(self) -> tuple[float, float] | None:
+        """(omega1, omega2) of the attack, None without one."""
+        if self.poison == "none":
+            return None
+        if self.poison == "custom":
+            assert self.poison_omega1 is not None and self.poison_omega2 is not None
+            return self.poison_omega1, self.poison_omega2
+        return POISON_PRESETS[self.poison]
+
+
+@dataclass
+class RandomizedGraph:
+    """What the server holds for one graph: the users' reports (directed) and per-user
+    diagnostics."""
+
+    reports: DirectedReports
+    noisy_degree: np.ndarray | None = None  # DPRR / LocalLap noisy degrees (analysis only)
+    private: np.ndarray | None = None  # mask of private users
+    poisoned: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    flagged: np.ndarray | None = None  # Defense(theta) flags
+
+
+def _both_directions(a: np.ndarray, b: np.ndarray, n: int) -> DirectedReports:
+    row, col, _ = sort_pairs(np.concatenate([a, b]), np.concatenate([b, a]), n)
+    return DirectedReports(row, col, n)
+
+
+def _true_rows(u: np.ndarray, v: np.ndarray, n: int, users_mask: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Directed true pairs (user, neighbor) of the users in ``users_mask``."""
+    src = np.concatenate([u, v]).astype(np.int64)
+    dst = np.concatenate([v, u]).astype(np.int64)
+    keep = users_mask[src]
+    return src[keep], dst[keep]
+
+
+class GraphRandomizer:
+    """Per-graph client side of one method (no training): maps a true graph to the reports
+    the server receives. ``n_max`` is DPRR's Eq. 8 n_max."""
+
+    def __init__(self, method: str, epsilon: float | None, params: GraphLDPParams, *,
+                 n_max: int | None = None) -> None:
+        if method not in GRAPH_LDP_METHODS:
+            raise unknown_name("graph edge-LDP method", method, GRAPH_LDP_METHODS)
+        if method in _PRIVATE and epsilon is None:
+            raise ConfigError(f"method {method!r} is private: give an epsilon")
+        self.method = method
+        self.params = params
+        self.epsilon = epsilon
+        self.dprr: DPRR | None = None
+        self.rr: RR | None = None
+        self.lap: LocalLap | None = None
+        if method == "dprr":
+            assert epsilon is not None
+            self.dprr = DPRR(epsilon, n_max=params.n_max or n_max, alpha=params.alpha,
+                             allocation=params.allocation)
+        elif method == "rr":
+            assert epsilon is not None
+            self.rr = RR(epsilon)
+        elif method == "locallap":
+            assert epsilon is not None
+            self.lap = LocalLap(epsilon, variant="locallap",
+                                degree_fraction=params.degree_fraction)
+
+    @property
+    def eps2(self) -> float | None:
+        """The RR budget that bounds an honest list's ones (for Defense(theta))."""
+        if self.dprr is not None:
+            return self.dprr.budget()[1] if self.dprr.n_max is not None else None
+        if self.rr is not None:
+            return self.rr.epsilon
+        return None
+
+    def __call__(self, g: Data, rng: np.random.Generator) -> RandomizedGraph:
+        n = int(g.num_nodes)
+        u, v = undirected_pairs(g.edge_index, n)
+        r_mask, r_mech = spawn(rng, 2)
+        lam = self.params.non_private_fraction
+        private = draw_private_mask(n, lam, r_mask) if lam > 0 else np.ones(n, dtype=bool)
+        noisy = None
+        if self.method == "nonpriv-full":
+            reports = _both_directions(u, v, n)
+        elif self.method == "nonpriv-part":
+            a, b = _true_rows(u, v, n, ~private)
+            row, col, _ = sort_pairs(a, b, n)
+            reports = DirectedReports(row, col, n)
+        elif self.method == "dprr":
+            assert self.dprr is not None
+            reports, noisy = self.dprr.simulate(u, v, n, r_mech,
+                                                private_mask=private if lam > 0 else None)
+        elif self.method == "rr":
+            assert self.rr is not None
+            reports = self.rr.simulate(u, v, n, r_mech)
+            if lam > 0:  # non-private users send their true lists instead
+                keep = private[reports.user]
+                a, b = _true_rows(u, v, n, ~private)
+                row, col, _ = sort_pairs(np.concatenate([reports.user[keep], a]),
+                                         np.concatenate([reports.neighbor[keep], b]), n)
+                reports = DirectedReports(row, col, n)
+        else:  # locallap: top-T among private pairs + every true edge at a non-private user
+            assert self.lap is not None
+            idx = np.flatnonzero(private)
+            inside = private[u] & private[v]
+            noisy = np.bincount(np.concatenate([u, v]), minlength=n).astype(np.float64)
+            sel_a = np.zeros(0, np.int64)
+            sel_b = np.zeros(0, np.int64)
+            if idx.size >= 2:
+                relabel = np.full(n, -1, np.int64)
+                relabel[idx] = np.arange(idx.size)
+                # The noisy degree of a private user minus her (disclosed) edges to the
+                # non-private users has the law of the induced degree + Lap(1 / eps1), so
+                # the induced subgraph is simulated directly.
+                a, b, _info = simulate_top_t(self.lap, relabel[u[inside]], relabel[v[inside]],
+                                             int(idx.size), r_mech)
+                sel_a, sel_b = idx[a], idx[b]
+            out_a = np.concatenate([sel_a, u[~inside]])
+            out_b = np.concatenate([sel_b, v[~inside]])
+            reports = _both_directions(out_a, out_b, n)
+        return RandomizedGraph(reports, noisy, private)
+
+    def expected_reports(self, graphs: list[Data]) -> float:
+        """E[total reported pairs] for RR (others are ~2|E|)."""
+        if self.rr is None:
+            return float(sum(int(g.edge_index.size(1)) for g in graphs))
+        return float(sum(self.rr.expected_reports(int(g.num_nodes), int(g.edge_index.size(1)) // 2)
+                         for g in graphs))
+
+
+def randomize_graphs(
+    method: str,
+    graphs: list[Data],
+    epsilon: float | None,
+    params: GraphLDPParams,
+    rng: np.random.Generator,
+    *,
+    poison_graphs: set[int] | frozenset[int] = frozenset(),
+) -> tuple[list[RandomizedGraph], dict[str, Any]]:
+    """Randomize every graph (one child generator per graph, so the noise of a graph does not
+    depend on the others or on the attack), poison the graphs in ``poison_graphs`` and apply
+    Defense(theta) to all. Returns the server's per-graph reports and summary statistics."""
+    n_max = max(int(g.num_nodes) for g in graphs)
+    rand = GraphRandomizer(method, epsilon, params, n_max=n_max)
+    expected = rand.expected_reports(graphs)
+    if expected > params.max_total_edges:
+        raise ConfigError(
+            f"method {method!r} at eps={epsilon} would output ~{expected:.3g} reported pairs "
+            f"over {len(graphs)} graphs (> max_total_edges={params.max_total_edges}); "
+            "RR's output grows as n^2: use a larger eps, smaller graphs, or raise max_total_edges")
+    omegas = params.omegas
+    if omegas is not None and params.poison_fraction > 0 and method not in ("dprr", "rr"):
+        raise ConfigError("poisoning is defined for the noisy lists of 'dprr' and 'rr' only")
+    theta = params.defense_theta
+    if omegas is not None and params.poison_fraction > 0 and theta is None:
+        # a poisoned list has ~omega (n - 1) ones: beta n^2 omega pairs per training graph
+        extra = sum(round(params.poison_fraction * int(graphs[i].num_nodes))
+                    * max(omegas) * (int(graphs[i].num_nodes) - 1) for i in poison_graphs)
+        if expected + extra > params.max_total_edges:
+            raise ConfigError(
+                f"Poison{omegas} with beta={params.poison_fraction:g} adds ~{extra:.3g} reported "
+                f"pairs to the training graphs (> max_total_edges={params.max_total_edges}); "
+                "poisoned lists grow as n^2: use smaller graphs or a defense")
+    if theta is not None and method not in ("dprr", "rr"):
+        raise ConfigError("defense_theta (Eq. 17) applies to 'dprr' and 'rr' only")
+    out: list[RandomizedGraph] = []
+    stats = {"true_pairs": 0, "reported_pairs": 0, "poisoned_users": 0, "poisoned_flagged": 0,
+             "honest_users": 0, "honest_flagged": 0}
+    for i, (g, child) in enumerate(zip(graphs, spawn(rng, len(graphs)), strict=True)):
+        r_main, r_poison = spawn(child, 2)
+        rg = rand(g, r_main)
+        n = int(g.num_nodes)
+        if omegas is not None and params.poison_fraction > 0 and i in poison_graphs:
+            users = draw_poisoned_users(n, params.poison_fraction, r_poison)
+            if users.size:
+                u, v = undirected_pairs(g.edge_index, n)
+                rg.reports = poison_reports(rg.reports, users, u, v, omegas[0], omegas[1],
+                                            r_poison)
+                rg.poisoned = users
+        if theta is not None:
+            eps2 = rand.eps2
+            assert eps2 is not None
+            tau = defense_threshold(n, eps2, theta)
+            flagged = flag_high_degree(rg.reports, tau)
+            keep = ~flagged[rg.reports.user]
+            rg.reports = DirectedReports(rg.reports.user[keep], rg.reports.neighbor[keep], n)
+            rg.flagged = flagged
+            is_poisoned = np.zeros(n, dtype=bool)
+            is_poisoned[rg.poisoned] = True
+            stats["poisoned_users"] += int(is_poisoned.sum())
+            stats["poisoned_flagged"] += int((flagged & is_poisoned).sum())
+            stats["honest_users"] += int((~is_poisoned).sum())
+            stats["honest_flagged"] += int((flagged & ~is_poisoned).sum())
+        else:
+            stats["poisoned_users"] += int(rg.poisoned.size)
+        stats["true_pairs"] += int(g.edge_index.size(1))
+        stats["reported_pairs"] += len(rg.reports)
+        out.append(rg)
+    info: dict[str, Any] = {
+        "n_max": n_max,
+        "mean_true_pairs": stats["true_pairs"] / len(graphs),
+        "mean_reported_pairs": stats["reported_pairs"] / len(graphs),
+        "poisoned_users": stats["poisoned_users"],
+    }
+    if rand.dprr is not None:
+        eps1, eps2 = rand.dprr.budget()
+        info.update(eps1=eps1, eps2=eps2, dprr_n_max=rand.dprr.n_max)
+    if theta is not None:
+        info["defense_fpr"] = stats["honest_flagged"] / max(stats["honest_users"], 1)
+        info["defense_tpr"] = (stats["poisoned_flagged"] / stats["poisoned_users"]
+                               if stats["poisoned_users"] else float("nan"))
+    return out, info
+
+
+def _record_privacy(method: str, ctx: RunContext, info: dict[str, Any]) -> None:
+    acc = ctx.accountant
+    p = ctx.params
+    assert isinstance(p, GraphLDPParams)
+    lam = p.non_private_fraction
+    if method == "nonpriv-full":
+        acc.spend_nonprivate("neighbor lists", "every user's true neighbor list used as is",
+                             Unit.EDGE_LDP)
+        return
+    if lam > 0:
+        acc.spend_nonprivate(
+            "non-private users' neighbor lists",
+            f"a fraction lambda={lam:g} of the users of each graph (drawn at random) send their "
+            "true lists: these users have NO privacy", Unit.EDGE_LDP)
+    if method == "nonpriv-part":
+        return  # the private users' lists are not used at all
+    eps = ctx.epsilon
+    assert eps is not None
+    if method == "dprr":
+        eps1, eps2 = info["eps1"], info["eps2"]
+        acc.spend("neighbor lists: noisy degree (Laplace, eps1)",
+                  Guarantee(eps1, 0.0, Unit.EDGE_LDP), mechanism="laplace")
+        acc.spend("neighbor lists: RR (eps2) + edge sampling",
+                  Guarantee(eps2, 0.0, Unit.EDGE_LDP), mechanism="randomized-response")
+    elif method == "rr":
+        acc.spend("neighbor lists: Warner RR", Guarantee(eps, 0.0, Unit.EDGE_LDP),
+                  mechanism="randomized-response")
+    else:
+        e1 = p.degree_fraction * eps
+        acc.spend("neighbor lists: noisy degree (Laplace, eps1)",
+                  Guarantee(e1, 0.0, Unit.EDGE_LDP), mechanism="laplace")
+        acc.spend("neighbor lists: Laplace bits (eps2)",
+                  Guarantee(eps - e1, 0.0, Unit.EDGE_LDP), mechanism="laplace")
+
+
+def to_training_graph(rg: RandomizedGraph, y: torch.Tensor, symmetrize: str) -> Data:
+    """The server's PyG graph: constant features, reports as edges (neighbor -> user)."""
+    ei, _ = dprr_graph(rg.reports, symmetrize)
+    n = rg.reports.num_nodes
+    return Data(x=torch.ones(n, 1), edge_index=ei, y=y.view(-1), num_nodes=n)
+
+
+def fit_graph_ldp(method: str, ctx: RunContext) -> MethodOutput:
+    """Run one graph-classification method of the DPRR paper (see the module docstring)."""
+    if method not in GRAPH_LDP_METHODS:
+        raise unknown_name("graph edge-LDP method", method, GRAPH_LDP_METHODS)
+    p = ctx.params
+    if not isinstance(p, GraphLDPParams):
+        raise ConfigError(f"method {method!r} needs GraphLDPParams, got {type(p).__name__}")
+    ds = ctx.dataset
+    split_rng, noise_rng, train_rng = spawn(ctx.rng, 3)
+    tr, va, te = graph_split(ds.y, p.train_ratio, p.val_ratio, p.test_ratio, rng=split_rng)
+    start = time.perf_counter()
+    randomized, info = randomize_graphs(method, list(ds.graphs), ctx.epsilon, p, noise_rng,
+                                        poison_graphs=frozenset(int(i) for i in tr))
+    info["randomize_seconds"] = time.perf_counter() - start
+    _record_privacy(method, ctx, info)
+    graphs = [to_training_graph(rg, g.y, p.symmetrize)
+              for rg, g in zip(randomized, ds.graphs, strict=True)]
+    del randomized
+    pick = lambda idx: [graphs[int(i)] for i in idx]  # noqa: E731
+    with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
+        model = GIN(1, ds.num_classes, hidden=p.hidden, num_layers=p.num_layers,
+                    dropout=p.dropout)
+    result = train_graph_classifier(
+        model, pick(tr), pick(va), pick(te),
+        GraphTrainConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs,
+                         patience=p.patience, batch_size=p.batch_size),
+        seed=int(train_rng.integers(2**31)),
+    )
+    info.update(best_epoch=result.best_epoch, epochs_run=result.epochs_run,
+                train_seconds=result.seconds)
+    return MethodOutput(result.metrics, info)
+
+
+class _GraphOnly(Method):
+    tasks = ("graph",)
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"graph": GraphLDPParams}
+
+    def fit(self, ctx: RunContext) -> MethodOutput:
+        return fit_graph_ldp(self.name, ctx)
+
+
+@register
+class LocalLapGraph(_GraphOnly):
+    name = "locallap"
+    private = True
+    summary = ("LocalLap (DPRR paper baseline): Laplace on every bit + noisy degree "
+               "(eps/10), top-T server; graph classification with GIN-0")
+
+
+@register
+class NonPrivPart(_GraphOnly):
+    name = "nonpriv-part"
+    private = False
+    summary = ("NonPriv-Part (DPRR paper): only the non-private users' true lists "
+               "(non_private_fraction) are used, private users' lists are dropped")
+
+
+@register
+class NonPrivFull(_GraphOnly):
+    name = "nonpriv-full"
+    private = False
+    summary = "NonPriv-Full (DPRR paper): every true neighbor list, GIN-0 (no privacy)"
