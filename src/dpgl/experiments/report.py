@@ -197,7 +197,11 @@ def plot_privacy_utility(summary: pd.DataFrame, path: str | Path, *,
     panels = sorted({(str(d), str(m)) for d, m in zip(summary["dataset"], summary["model"],
                                                        strict=True)})
     methods = sorted({str(m) for m in summary["method"]})
-    colors = {m: f"C{i % 10}" for i, m in enumerate(methods)}
+    # Distinct (color, marker) pairs beyond matplotlib's 10-color cycle.
+    palette = [f"C{i}" for i in range(10)]
+    marker_cycle = ["o", "s", "^", "D", "v", "P", "X"]
+    colors = {m: palette[i % 10] for i, m in enumerate(methods)}
+    markers = {m: marker_cycle[(i // 10) % len(marker_cycle)] for i, m in enumerate(methods)}
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
     fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows), layout="constrained")
@@ -223,7 +227,8 @@ def plot_privacy_utility(summary: pd.DataFrame, path: str | Path, *,
                        if std_col in private.columns else None)
                 ax.errorbar(private["epsilon"].to_numpy(float),
                             private[mean_col].to_numpy(float) * scale, yerr=std,
-                            color=colors[method], marker="o", markersize=4, capsize=3,
+                            color=colors[method], marker=markers[method], markersize=4,
+                            capsize=3,
                             linewidth=1.4, label=method)
         if len(eps_all) and eps_all.min() > 0 and eps_all.max() / eps_all.min() >= 10:
             ax.set_xscale("log")
