@@ -315,7 +315,7 @@ def demo(
     output: Annotated[
         Path, typer.Option(help="Output directory for the store, table and plot.")
     ] = Path("demo-output"),
-    seeds: Annotated[int, typer.Option(help="Seeds per configuration.")] = 2,
+    seeds: Annotated[int, typer.Option(help="Seeds per configuration.")] = 3,
 ) -> None:
     """The default demo: a small privacy-utility comparison on the built-in synthetic graph
     (no files, no network)."""

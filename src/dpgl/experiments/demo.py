@@ -20,7 +20,7 @@ DEMO_PRIVATE = ("rr", "dprr", "ldpgcn", "blink-hard", "blink-hybrid")
 DEMO_EPSILONS = (1.0, 4.0, 8.0)
 
 
-def demo_grid(seeds: int = 2) -> GridSpec:
+def demo_grid(seeds: int = 3) -> GridSpec:
     available = set(list_methods("node"))
     methods: list[Any] = ["none", "mlp"] + [m for m in DEMO_PRIVATE if m in available]
     return GridSpec.from_dict(
@@ -39,7 +39,7 @@ def demo_grid(seeds: int = 2) -> GridSpec:
     )
 
 
-def run_demo(output: Path, *, seeds: int = 2, console: Any = None) -> list[Path]:
+def run_demo(output: Path, *, seeds: int = 3, console: Any = None) -> list[Path]:
     """Run the demo grid into ``output/demo.sqlite`` and write the table and plot there."""
     output.mkdir(parents=True, exist_ok=True)
     spec = demo_grid(seeds)
