@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _est_graphs import random_graph
 
+from _edge_graphs import random_graph
 from dpgl.errors import ConfigError, GraphError, PrivacyError
 from dpgl.estimators.blink import (
     BlinkServer,

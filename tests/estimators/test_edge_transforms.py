@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _est_graphs import random_graph
 from torch_geometric.data import Data
 
+from _edge_graphs import random_graph
 from dpgl.errors import ConfigError, GraphError
 from dpgl.estimators.blink import BlinkTransform
 from dpgl.estimators.dprr import DPRRTransform
