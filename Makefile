@@ -23,14 +23,14 @@ demo: $(STAMP)
 	$(BIN)/dpgl demo --output demo-output
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check --no-cache src tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check --no-cache src tests
 	$(BIN)/mypy
 
 bench: $(STAMP)

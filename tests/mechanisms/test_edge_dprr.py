@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from _edge_graphs import binomial_ok, dense_adjacency, random_graph
 
+from _edge_graphs import binomial_ok, dense_adjacency, random_graph
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.mechanisms._primitives import rr_keep_probability
 from dpgl.mechanisms.dprr import DPRR, dprr_budget, dprr_sampling_probability, draw_private_mask

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-from _edge_graphs import dense_adjacency, random_graph
 
+from _edge_graphs import dense_adjacency, random_graph
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.estimators.toptt import estimate_t_dense, simulate_top_t, top_t_dense, top_t_keys
 from dpgl.graph.pairs import index_to_pair

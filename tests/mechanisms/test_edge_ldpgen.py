@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _edge_graphs import dense_adjacency, random_graph
 
+from _edge_graphs import dense_adjacency, random_graph
 from dpgl.errors import ConfigError
 from dpgl.estimators.ldpgen import choose_k1, chung_lu_blocks, kmeans, ldpgen_simulate
 from dpgl.mechanisms.ldpgen import LDPGenClient, degree_vectors

@@ -7,8 +7,8 @@ import itertools
 
 import numpy as np
 import pytest
-from _edge_graphs import binomial_ok, dense_adjacency, random_graph
 
+from _edge_graphs import binomial_ok, dense_adjacency, random_graph
 from dpgl.errors import PrivacyError
 from dpgl.mechanisms.rr import RR, xor_sorted
 from dpgl.mechanisms.symrr import SymRR
