@@ -36,9 +36,9 @@ from dpgl.errors import DpglError
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.execute import execute_run
 from dpgl.experiments.grid import GridSpec
+from dpgl.experiments.reproductions._common import is_private
 from dpgl.experiments.runner import run_grid
 from dpgl.experiments.store import RunStore
-from dpgl.methods import get_method
 from dpgl.rng import make_rng, spawn
 
 NAME = "dprr"
@@ -89,16 +89,12 @@ def _only() -> str | None:
     return v.strip().lower() if v else None
 
 
-def _private(name: str) -> bool:
-    return bool(get_method(name).private)
-
-
 def _grid(name: str, dataset: str, methods: list[dict[str, Any]], epsilons: list[float],
           seeds: int, params: dict[str, Any]) -> list[RunConfig]:
     spec = GridSpec.from_dict({"name": name, "task": "graph", "datasets": [dataset],
                                "models": ["gin"], "seeds": seeds, "epsilons": epsilons,
                                "methods": methods, "params": params}, source=name)
-    return spec.expand(_private)
+    return spec.expand(is_private)
 
 
 def _train_params(dataset: str, quick: bool) -> tuple[dict[str, Any], int]:

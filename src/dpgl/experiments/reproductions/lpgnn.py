@@ -14,7 +14,6 @@ CCS 2021; arXiv v1 "When Differential Privacy Meets Graph Neural Networks").
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from pathlib import Path
@@ -26,13 +25,11 @@ import torch
 
 from dpgl.datasets import load_dataset
 from dpgl.experiments.config import RunConfig
-from dpgl.experiments.execute import execute_run
 from dpgl.experiments.grid import GridSpec
 from dpgl.experiments.report import format_value, summarize
-from dpgl.experiments.runner import run_grid
+from dpgl.experiments.reproductions._common import is_private, run_configs, stored_frame
 from dpgl.experiments.store import RunStore
 from dpgl.mechanisms.features import FeatureRandomizer
-from dpgl.methods import get_method
 from dpgl.nn.kprop import kprop_matrix
 from dpgl.rng import make_rng
 
@@ -50,24 +47,6 @@ UNAVAILABLE = {
     "lastfm": "node features not available offline",
 }
 BASELINES = ["gcn-raw", "gcn-rnd", "gcn-ohd"]
-
-
-def _private(name: str) -> bool:
-    return bool(get_method(name).private)
-
-
-def _run(configs: list[RunConfig], store: RunStore, data_dir: Path | None, name: str,
-         console: Any) -> None:
-    fn = functools.partial(execute_run, data_dir=data_dir)
-    outcome = run_grid(configs, store, fn, progress=console is not None, grid_name=name,
-                       console=console)
-    if console is not None:
-        console.print(outcome.summary())
-
-
-def _frame(store: RunStore, configs: list[RunConfig]) -> pd.DataFrame:
-    df = store.to_frame()
-    return df[df["key"].isin([c.key() for c in configs])].copy()
 
 
 def _quick_steps(dataset: str) -> list[int]:
@@ -96,7 +75,7 @@ def table3_configs(quick: bool, datasets: tuple[str, ...] = ("cora", "citeseer",
             "methods": [{"name": b, "params": {"epochs": 100, "patience": 30} if small else {}}
                         for b in BASELINES],
         }, source="lpgnn-table3")
-        configs += lp.expand(_private) + bl.expand(_private)
+        configs += lp.expand(is_private) + bl.expand(is_private)
     return configs
 
 
@@ -108,7 +87,7 @@ def rq3_configs(quick: bool) -> list[RunConfig]:
         "methods": [{"name": "lpgnn", "params": {"steps": STEPS}},
                     {"name": "lpgnn", "params": {"steps": STEPS, "self_loops": True}}],
     }, source="lpgnn-rq3")
-    return spec.expand(_private)
+    return spec.expand(is_private)
 
 
 def rq4_configs(quick: bool) -> list[RunConfig]:
@@ -121,7 +100,7 @@ def rq4_configs(quick: bool) -> list[RunConfig]:
                                                  "label_rate": rates}},
                     {"name": "gcn-raw", "params": {"label_rate": rates}}],
     }, source="lpgnn-rq4")
-    return spec.expand(_private)
+    return spec.expand(is_private)
 
 
 def _table3_markdown(summary: pd.DataFrame) -> str:
@@ -210,7 +189,7 @@ def aggregation_error(dataset: str, data_dir: Path | None, epsilons: list[float]
 
 
 def _write_table3(store: RunStore, out_dir: Path, quick: bool) -> list[Path]:
-    df = _frame(store, table3_configs(quick))
+    df = stored_frame(store, table3_configs(quick))
     s3 = summarize(df, report=["test_accuracy"])
     s3.to_csv(out_dir / "table3.csv", index=False)
     (out_dir / "table3.md").write_text(_table3_markdown(s3), encoding="utf-8")
@@ -218,7 +197,7 @@ def _write_table3(store: RunStore, out_dir: Path, quick: bool) -> list[Path]:
 
 
 def _write_rq3(store: RunStore, out_dir: Path, quick: bool) -> list[Path]:
-    df3 = _frame(store, rq3_configs(quick))
+    df3 = stored_frame(store, rq3_configs(quick))
     if df3.empty:
         return []
     if "param_self_loops" not in df3.columns:
@@ -237,7 +216,7 @@ def _write_rq3(store: RunStore, out_dir: Path, quick: bool) -> list[Path]:
 
 
 def _write_rq4(store: RunStore, out_dir: Path, quick: bool) -> list[Path]:
-    df4 = _frame(store, rq4_configs(quick))
+    df4 = stored_frame(store, rq4_configs(quick))
     if df4.empty:
         return []
     g4 = summarize(df4, group_by=["dataset", "method", "param_label_rate"])
@@ -285,14 +264,14 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
                  ("rq4", rq4_configs(quick), "lpgnn-rq4"))
         for label, configs, grid in steps:
             t0 = time.perf_counter()
-            _run(configs, store, data_dir, grid, console)
+            run_configs(configs, store, data_dir, grid, console)
             timings[label] = time.perf_counter() - t0
     t0 = time.perf_counter()
     paths = _write_rq2(out_dir, quick, data_dir)
     timings["rq2"] = time.perf_counter() - t0
     with RunStore(out_dir / "runs.sqlite") as store:
         t0 = time.perf_counter()  # the expensive dataset last: partial results stay useful
-        _run(table3_configs(quick, ("facebook",)), store, data_dir, "lpgnn-table3", console)
+        run_configs(table3_configs(quick, ("facebook",)), store, data_dir, "lpgnn-table3", console)
         timings["table3_facebook"] = time.perf_counter() - t0
     (out_dir / "timings.json").write_text(json.dumps(
         {"started": started, "quick": quick, "seconds": timings}, indent=2), encoding="utf-8")

@@ -14,7 +14,6 @@ with Local Differential Privacy", IEEE TIFS 2022).
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from pathlib import Path
@@ -24,13 +23,11 @@ import pandas as pd
 import torch
 
 from dpgl.experiments.config import RunConfig
-from dpgl.experiments.execute import execute_run
 from dpgl.experiments.grid import GridSpec
 from dpgl.experiments.report import format_value, summarize
+from dpgl.experiments.reproductions._common import is_private, run_configs, stored_frame
 from dpgl.experiments.reproductions.lpgnn import _line_plot
-from dpgl.experiments.runner import run_grid
 from dpgl.experiments.store import RunStore
-from dpgl.methods import get_method
 
 NAME = "solitude"
 SUMMARY = "Solitude (TIFS 2022): Table 3 (Base / LPGNN / Solitude vs eps_a), Fig. 5, link part"
@@ -39,24 +36,6 @@ EPS_A = [7.0, 7.3, 7.5, 7.7, 7.9, 8.0]
 VARIANTS = ["base", "lpgnn", "solitude"]
 #: Paper values (Solitude Table 3, GCN, Cora), eps_a = 7.0 and 8.0.
 PAPER = {("cora", "gcn", "base"): (60.8, 68.6), ("cora", "gcn", "solitude"): (68.4, 77.8)}
-
-
-def _private(name: str) -> bool:
-    return bool(get_method(name).private)
-
-
-def _run(configs: list[RunConfig], store: RunStore, data_dir: Path | None, name: str,
-         console: Any) -> None:
-    fn = functools.partial(execute_run, data_dir=data_dir)
-    outcome = run_grid(configs, store, fn, progress=console is not None, grid_name=name,
-                       console=console)
-    if console is not None:
-        console.print(outcome.summary())
-
-
-def _frame(store: RunStore, configs: list[RunConfig]) -> pd.DataFrame:
-    df = store.to_frame()
-    return df[df["key"].isin([c.key() for c in configs])].copy()
 
 
 def table3_configs(quick: bool, standardize: bool = True) -> list[RunConfig]:
@@ -78,7 +57,7 @@ def table3_configs(quick: bool, standardize: bool = True) -> list[RunConfig]:
             "seeds": 3 if quick else 5, "epsilons": eps,
             "methods": [{"name": "solitude", "params": params}],
         }, source="solitude-table3")
-        configs += spec.expand(_private)
+        configs += spec.expand(is_private)
     return configs
 
 
@@ -90,7 +69,7 @@ def label_rate_configs(quick: bool) -> list[RunConfig]:
             "variant": ["base", "solitude"], "standardize_features": True,
             "label_rate": [0.1, 0.3, 0.5] if quick else [0.1, 0.2, 0.3, 0.4, 0.5]}}],
     }, source="solitude-fig5")
-    return spec.expand(_private)
+    return spec.expand(is_private)
 
 
 def link_configs(quick: bool) -> list[RunConfig]:
@@ -100,7 +79,7 @@ def link_configs(quick: bool) -> list[RunConfig]:
         "methods": [{"name": "solitude-link", "params": {"structure_learning": [True, False]}},
                     "none"],
     }, source="solitude-link")
-    return spec.expand(_private)
+    return spec.expand(is_private)
 
 
 def _table3_markdown(s: pd.DataFrame) -> str:
@@ -124,7 +103,7 @@ def write_outputs(out_dir: Path, quick: bool) -> list[Path]:
     partially finished reproduction)."""
     paths: list[Path] = []
     with RunStore(out_dir / "runs.sqlite") as store:
-        df3 = _frame(store, table3_configs(quick))
+        df3 = stored_frame(store, table3_configs(quick))
         if not df3.empty:
             s3 = summarize(df3, group_by=["dataset", "model", "epsilon", "param_variant"])
             s3.to_csv(out_dir / "table3.csv", index=False)
@@ -135,13 +114,13 @@ def write_outputs(out_dir: Path, quick: bool) -> list[Path]:
             paths += [out_dir / "table3.csv", out_dir / "table3.md",
                       _line_plot(p3, "epsilon", "param_variant", out_dir / "table3.png",
                                  "Solitude Table 3: accuracy vs eps_a (eps_x = 1)")]
-        raw = _frame(store, table3_configs(quick, standardize=False))
+        raw = stored_frame(store, table3_configs(quick, standardize=False))
         if not raw.empty:  # the first quick run, before feature standardization
             sr = summarize(raw, group_by=["dataset", "model", "epsilon", "param_variant"])
             (out_dir / "table3_unstandardized.md").write_text(_table3_markdown(sr),
                                                               encoding="utf-8")
             paths.append(out_dir / "table3_unstandardized.md")
-        df5 = _frame(store, label_rate_configs(quick))
+        df5 = stored_frame(store, label_rate_configs(quick))
         if not df5.empty:
             s5 = summarize(df5, group_by=["dataset", "param_variant", "param_label_rate"])
             s5 = s5.rename(columns={"test_accuracy_mean": "mean", "test_accuracy_std": "std",
@@ -153,7 +132,7 @@ def write_outputs(out_dir: Path, quick: bool) -> list[Path]:
                       _line_plot(s5, "label_rate", "param_variant",
                                  out_dir / "fig5_label_rate.png",
                                  "Solitude Fig. 5: accuracy vs label rate (eps_a=8, eps_x=1)")]
-        df = _frame(store, link_configs(quick))
+        df = stored_frame(store, link_configs(quick))
         if not df.empty:
             df["structure_learning"] = df.get("param_structure_learning",
                                               pd.Series(None, index=df.index)).astype(str)
@@ -173,7 +152,7 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
                                      ("fig5", label_rate_configs(quick), "solitude-fig5"),
                                      ("link", link_configs(quick), "solitude-link")):
             t0 = time.perf_counter()
-            _run(configs, store, data_dir, grid, console)
+            run_configs(configs, store, data_dir, grid, console)
             timings[label] = time.perf_counter() - t0
     (out_dir / "timings.json").write_text(json.dumps(
         {"started": started, "quick": quick, "seconds": timings}, indent=2), encoding="utf-8")
