@@ -12,8 +12,8 @@ from dpgl import __version__
 from dpgl.datasets import dataset_kind, load_dataset
 from dpgl.errors import ConfigError
 from dpgl.experiments.config import RunConfig, RunResult
-from dpgl.methods.base import RunContext, check_task, get_method
-from dpgl.methods.params import DataParams
+from dpgl.methods.base import Method, RunContext, check_task, get_method
+from dpgl.methods.params import DataParams, Params
 from dpgl.nn.models import canonical_model_name
 from dpgl.privacy import Accountant
 from dpgl.rng import make_rng
@@ -28,6 +28,11 @@ def _cached_dataset(name: str, data_dir: str | None, options: tuple[tuple[str, A
 
 def validate_config(config: RunConfig) -> None:
     """Check names and parameters without running anything (ConfigError on problems)."""
+    _resolve(config)
+
+
+def _resolve(config: RunConfig) -> tuple[Method, Params]:
+    """The config's method and validated parameters, after every name and value check."""
     method = get_method(config.method)
     check_task(method, config.task)
     kind = dataset_kind(config.dataset)
@@ -41,15 +46,13 @@ def validate_config(config: RunConfig) -> None:
         raise ConfigError(f"method {config.method!r} is private: give an epsilon (--epsilon E)")
     if not method.private and config.epsilon is not None:
         raise ConfigError(f"method {config.method!r} is non-private: it takes no epsilon")
-    method.params_model(config.task).parse(dict(config.params), config.method)
+    return method, method.params_model(config.task).parse(dict(config.params), config.method)
 
 
 def execute_run(config: RunConfig, *, data_dir: str | Path | None = None) -> RunResult:
     """Run ``config`` once. Deterministic: the same config gives the same numbers."""
-    validate_config(config)
     start = time.perf_counter()
-    method = get_method(config.method)
-    params = method.params_model(config.task).parse(dict(config.params), config.method)
+    method, params = _resolve(config)
     options = tuple((k, getattr(params, k)) for k in _DATA_FIELDS)
     dataset = _cached_dataset(config.dataset, None if data_dir is None else str(data_dir), options)
     loaded = time.perf_counter()

@@ -61,12 +61,8 @@ def _parts(transform: EdgeLDPTransform, num_nodes: int) -> dict[str, Guarantee]:
     parts = getattr(mech, "parts", None)
     if parts is None:
         return {"neighbor list": transform.guarantee}
-    if not callable(parts):  # a property
-        return dict(parts)
-    try:
-        return dict(parts(num_nodes))  # DPRR's split depends on the graph size (Eq. 8)
-    except TypeError:
-        return dict(parts())
+    # A property, except for DPRR, whose split depends on the graph size (Eq. 8).
+    return dict(parts(num_nodes)) if callable(parts) else dict(parts)
 
 
 class EdgeLDPMethod(Method):
