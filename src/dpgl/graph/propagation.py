@@ -3,8 +3,8 @@
 Message passing convention (PyG): ``edge_index[0]`` is the source j, ``edge_index[1]`` the
 target i, and a layer computes ``out[i] = sum_j A[i, j] x[j]``. The matrices below are built
 once per graph (SciPy CSR, rows = targets) and wrapped in a :class:`SparseOperator`, so a layer
-is one sparse matrix product forward and one backward. Measured on this machine kind: ~2.4x faster per epoch than edge-list message
-passing for a two-layer GCN (docs/architecture.md).
+is one sparse matrix product forward and one backward. Measured on this machine kind: ~2.4x
+faster per epoch than edge-list message passing for a two-layer GCN (docs/architecture.md).
 """
 
 from __future__ import annotations
