@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -24,7 +25,10 @@ app = typer.Typer(
     help="dpgl: differentially private graph learning (train, run grids, report, audit).",
     pretty_exceptions_enable=False,
 )
-out = Console(highlight=False, soft_wrap=True)
+# piped or redirected output: wide enough that tables are not folded to 80 columns
+# (COLUMNS still wins when set)
+out = Console(highlight=False, soft_wrap=True,
+              width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 err = Console(stderr=True, highlight=False)
 
 DataDir = Annotated[

@@ -43,6 +43,17 @@ def test_dpar_verified_accounting_meets_target(method):
     assert r.info["max_other_occurrences"] <= 2
 
 
+def test_dpar_appr_only_run_spends_the_whole_budget_on_appr_and_says_training_is_not_private():
+    r = _run("dpar-em0", 2.0, subsample=0.5, num_sources=20, sgd="nonprivate")
+    assert r.info["noise_multiplier"] is None
+    assert r.info["sgd_inner_epsilon"] is None
+    assert "NO PRIVACY" in r.privacy["summary"]
+    assert _total(r)["epsilon"] is None               # the model as a whole is not private
+    # the DP-APPR part gets the whole eps: a larger per-vector budget than with DP-SGD on
+    dp = _run("dpar-em0", 2.0, subsample=0.5, num_sources=20)
+    assert r.info["appr_vector_epsilon"] > 2.5 * dp.info["appr_vector_epsilon"]
+
+
 @pytest.mark.slow
 def test_dpar_paper_accounting_reports_the_verified_epsilon_separately():
     r = _run("dpar-em0", 1.0, subsample=0.5, num_sources=20, accounting="paper")

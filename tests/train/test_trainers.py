@@ -93,3 +93,20 @@ def test_graph_trainer_separates_paths_from_stars() -> None:
     assert r.metrics == r2.metrics
     assert r.metrics["test_accuracy"] >= 0.9
     assert r.metrics["test_auc"] >= 0.9
+
+
+def test_graph_trainer_learning_rate_schedule() -> None:
+    """A gamma-1 schedule is the constant rate; a decaying one changes the training."""
+    g = _graphs(40)
+
+    def fit(**kw):
+        cfg = GraphTrainConfig(epochs=6, patience=None, batch_size=8, **kw)
+        return train_graph_classifier(GIN(1, 2, hidden=8, num_layers=2), g[:24], g[24:32],
+                                      g[32:], cfg, seed=1).metrics
+
+    assert fit(lr_step=None) == fit(lr_step=1, lr_gamma=1.0)
+    assert fit(lr_step=None)["train_loss"] != fit(lr_step=1, lr_gamma=0.1)["train_loss"]
+    with pytest.raises(ConfigError):
+        GraphTrainConfig(lr_step=0)
+    with pytest.raises(ConfigError):
+        GraphTrainConfig(lr_gamma=0.0)

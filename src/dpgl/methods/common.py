@@ -13,10 +13,9 @@ from dpgl.graph.splits import graph_split, random_node_split
 from dpgl.methods.base import MethodOutput, RunContext
 from dpgl.methods.params import GraphParams, NodeParams
 from dpgl.nn import ModelConfig, PreparedGraph, build_node_model
-from dpgl.nn.gin import GIN
 from dpgl.nn.layers import sparse_features
 from dpgl.rng import spawn
-from dpgl.train import GraphTrainConfig, TrainConfig, train_graph_classifier, train_node_classifier
+from dpgl.train import TrainConfig, train_graph_classifier, train_node_classifier
 
 
 def node_split(ctx: RunContext, data: Data) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -108,19 +107,13 @@ def run_graph_classification(
     ]
     pick = lambda idx: [graphs[int(i)] for i in idx]  # noqa: E731
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
-        model = GIN(1, ds.num_classes, hidden=p.hidden, num_layers=p.num_layers, dropout=p.dropout)
+        model = p.gin(ds.num_classes)
     result = train_graph_classifier(
         model,
         pick(tr),
         pick(va),
         pick(te),
-        GraphTrainConfig(
-            lr=p.lr,
-            weight_decay=p.weight_decay,
-            epochs=p.epochs,
-            patience=p.patience,
-            batch_size=p.batch_size,
-        ),
+        p.train_config(),
         seed=int(ctx.rng.integers(2**31)),
     )
     return MethodOutput(

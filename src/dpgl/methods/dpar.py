@@ -8,7 +8,8 @@ DP-APPR-EM (option I ``dpar-em0`` / option II ``dpar-em1``) or DP-APPR-GM (``dpa
 exact top-K (``dpar-nonprivate``) -> the matrix Pi (source rows = released top-K, other rows =
 the node itself) -> cap each node's occurrences and clip columns to l1 <= tau (Alg. 2 line 3)
 -> DP-SGD over the rows of Pi (Eq. 1 model, Alg. 2) -> inference on the test graph by P
-power-iteration steps (Eq. 4).
+power-iteration steps (Eq. 4). ``sgd="nonprivate"`` gives the whole budget to DP-APPR and trains
+without noise (the eps_pr sweep of Fig. 1; such a run is reported as not private).
 
 Accounting (``accounting`` parameter; docs/node-dp.md has the details):
 
@@ -99,6 +100,10 @@ class DPARParams(NodeParams):
     appr_share: float = Field(0.3, gt=0, lt=1)             # share of eps for DP-APPR
     delta: float = Field(1e-4, gt=0, lt=1)
     accounting: Literal["dpgl", "paper"] = "dpgl"
+    #: "dp": DP-SGD (the method). "nonprivate": the whole eps goes to DP-APPR and the MLP is
+    #: trained without noise -- the eps_pr sweep of the paper's Fig. 1 (the run's privacy
+    #: report then says NO PRIVACY for the features and labels).
+    sgd: Literal["dp", "nonprivate"] = "dp"
 
 
 # --------------------------------------------------------------------------- calibration
@@ -163,6 +168,8 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     p = ctx.params
     assert isinstance(p, DPARParams)
     private = variant != "nonprivate"
+    dp_sgd = private and p.sgd == "dp"
+    share = p.appr_share if dp_sgd else 1.0  # share of the budget for DP-APPR
     split_rng, sub_rng, src_rng, appr_rng, sgd_rng = spawn(ctx.rng, 5)
     ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
     sub = poisson_node_subsample(ind.train, p.subsample, sub_rng)
@@ -187,7 +194,7 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
         assert eps is not None
         if p.accounting == "dpgl":
             eps_in, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
-            eps_appr, d_half = p.appr_share * eps_in, delta_in / 2
+            eps_appr, d_half = share * eps_in, delta_in / 2
             if variant in ("em0", "em1"):
                 eps_vector = per_release_epsilon(eps_appr, m, delta_slack=d_half,
                                                  composition="optimal")
@@ -197,7 +204,7 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
         else:
             delta_m = min(p.delta / p.subsample, 0.5)
             delta0 = delta_m / (2 * m)
-            x = p.appr_share * eps / p.subsample
+            x = share * eps / p.subsample
             eps_prime = x / (2 * math.sqrt(m * math.log(math.e + x / delta_m)))
             if variant == "em0":
                 step = _paper_em_step(eps_prime, p.k, delta0)
@@ -217,13 +224,11 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
                     * p.subsample)
     released = _release(variant, appr, p, eps_vector, value_share, sigma_gm, appr_rng)
     # Pi: released rows for the sources, identity rows for every other training node
-    rows = sp.lil_matrix((n, n))
     others = np.setdiff1d(np.arange(n), sources)
     pi = sp.csr_matrix(sp.vstack([released, sp.csr_matrix(
         (np.ones(others.size), (np.arange(others.size), others)), shape=(others.size, n))]))
     order = np.argsort(np.concatenate([sources, others]))
     pi = sp.csr_matrix(pi[order])
-    del rows
     if private:
         pi = cap_column_occurrences(pi, p.max_other)
     pi = clip_columns_l1(pi, p.tau, p.column_mode)
@@ -231,7 +236,7 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     info["max_other_occurrences"] = max_other
 
     z = None
-    if private:
+    if dp_sgd:
         assert eps is not None
         if p.accounting == "dpgl":
             z = calibrate_multiterm((1 - p.appr_share) * eps_in, d_half, q, steps, max_other)
@@ -239,6 +244,8 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
             z = _paper_sgd_z((1 - p.appr_share) * eps, q, steps, p.delta, p.subsample)
             paper["sgd_epsilon"] = paper_sgd_epsilon(z, q, steps, p.delta, p.subsample)
             paper["epsilon"] = paper["appr_epsilon"] + paper["sgd_epsilon"]
+    elif private and paper:
+        paper["epsilon"] = paper["appr_epsilon"]  # sgd="nonprivate": DP-APPR only
 
     feats, weights, labels = _examples(pi, sub.x, sub.y)
     model = DecoupledMLP(sub.x.size(1), ind.num_classes, hidden=p.hidden,
@@ -262,7 +269,7 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
         acc.spend_nonprivate("training graph", "true APPR top-K and gradients without noise",
                              Unit.NODE_DP)
         return MethodOutput(metrics, info)
-    assert eps is not None and z is not None
+    assert eps is not None
     eps_in_target, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
     d_half = delta_in / 2
     inner = Accountant(delta=d_half)
@@ -276,9 +283,12 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
         inner.spend_gaussian("DP-APPR-GM", noise_multiplier=sigma_gm / (2 * p.clip_gm),
                              steps=m, unit=Unit.NODE_DP,
                              sensitivity_note="l2 clip C1, sensitivity 2 C1 per vector")
-    eps_sgd = multiterm_epsilon(z, q, steps, max_other, d_half)
-    inner.spend("DP-SGD", Guarantee(eps_sgd, d_half, Unit.NODE_DP),
-                mechanism=f"multi-term DP-SGD (1 + {max_other} terms per node)")
+    eps_sgd = None
+    if dp_sgd:
+        assert z is not None
+        eps_sgd = multiterm_epsilon(z, q, steps, max_other, d_half)
+        inner.spend("DP-SGD", Guarantee(eps_sgd, d_half, Unit.NODE_DP),
+                    mechanism=f"multi-term DP-SGD (1 + {max_other} terms per node)")
     inner_total = inner.report().total(Unit.NODE_DP)
     assert inner_total is not None
     eps_out, delta_out = amplify_by_subsampling(inner_total.epsilon, inner_total.delta,
@@ -292,6 +302,9 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     info["sigma_gm"] = sigma_gm
     info["sgd_inner_epsilon"] = eps_sgd
     info["dpgl_epsilon"] = eps_out
+    if not dp_sgd:
+        acc.spend_nonprivate("features and labels", "MLP trained without DP-SGD (sgd="
+                             "'nonprivate', the Fig. 1 eps_pr sweep)", Unit.NODE_DP)
     if paper:
         info["paper_epsilon"] = paper.get("epsilon")
         info["paper_appr_epsilon"] = paper.get("appr_epsilon")

@@ -56,10 +56,9 @@ from dpgl.mechanisms.poisoning import (
 from dpgl.mechanisms.rr import RR, DirectedReports
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import GraphParams, Params
-from dpgl.nn.gin import GIN
 from dpgl.privacy import Guarantee, Unit
 from dpgl.rng import spawn
-from dpgl.train import GraphTrainConfig, train_graph_classifier
+from dpgl.train import train_graph_classifier
 
 __all__ = [
     "GRAPH_LDP_METHODS",
@@ -376,13 +375,9 @@ def fit_graph_ldp(method: str, ctx: RunContext) -> MethodOutput:
     del randomized
     pick = lambda idx: [graphs[int(i)] for i in idx]  # noqa: E731
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
-        model = GIN(1, ds.num_classes, hidden=p.hidden, num_layers=p.num_layers,
-                    dropout=p.dropout)
+        model = p.gin(ds.num_classes)
     result = train_graph_classifier(
-        model, pick(tr), pick(va), pick(te),
-        GraphTrainConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs,
-                         patience=p.patience, batch_size=p.batch_size),
-        seed=int(train_rng.integers(2**31)),
+        model, pick(tr), pick(va), pick(te), p.train_config(), seed=int(train_rng.integers(2**31)),
     )
     info.update(best_epoch=result.best_epoch, epochs_run=result.epochs_run,
                 train_seconds=result.seconds)

@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dpgl.errors import ConfigError
+from dpgl.nn.gin import GIN
+from dpgl.train.graph import GraphTrainConfig
 
 
 class Params(BaseModel):
@@ -81,6 +83,19 @@ class GraphParams(DataParams):
     batch_size: int = Field(64, ge=1)
     epochs: int = Field(500, ge=1)
     patience: int | None = Field(50, ge=1)
+    lr_step: int | None = Field(50, ge=1)  # halve the learning rate every 50 epochs (GIN)
+    lr_gamma: float = Field(0.5, gt=0, le=1)
+
+    def train_config(self) -> GraphTrainConfig:
+        """The trainer configuration these parameters describe."""
+        return GraphTrainConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
+                                patience=self.patience, batch_size=self.batch_size,
+                                lr_step=self.lr_step, lr_gamma=self.lr_gamma)
+
+    def gin(self, num_classes: int) -> GIN:
+        """GIN-0 on the constant one-dimensional input feature."""
+        return GIN(1, num_classes, hidden=self.hidden, num_layers=self.num_layers,
+                   dropout=self.dropout)
 
     @model_validator(mode="after")
     def _ratios(self) -> GraphParams:

@@ -34,3 +34,34 @@ def stored_frame(store: RunStore, configs: list[RunConfig]) -> pd.DataFrame:
     """The stored runs of exactly these configurations."""
     df = store.to_frame()
     return df[df["key"].isin([c.key() for c in configs])].copy()
+
+
+def line_plot(df: pd.DataFrame, x: str, series: str, path: Path, title: str,
+              ylabel: str = "test accuracy (%)", logx: bool = False,
+              logy: bool = False) -> Path:
+    """One panel per dataset; one line per value of ``series`` (columns ``x``, ``mean``,
+    ``std``) with error bars."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    panels = sorted(df["dataset"].unique())
+    fig = Figure(figsize=(4.4 * len(panels), 3.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, ds in zip(axes, panels, strict=True):
+        sub = df[df["dataset"] == ds]
+        for name, g in sub.groupby(series, sort=True):
+            g = g.sort_values(x)
+            ax.errorbar(g[x], g["mean"], yerr=g["std"], marker="o", capsize=3, label=str(name))
+        ax.set_title(ds)
+        ax.set_xlabel(x)
+        ax.set_ylabel(ylabel)
+        if logx:
+            ax.set_xscale("log", base=2)
+        if logy:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.savefig(path, dpi=110)
+    return path

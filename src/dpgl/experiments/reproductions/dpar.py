@@ -1,6 +1,6 @@
 """Reproduction of DPAR (Zhang et al., WWW 2024) Table 1 (test accuracy at eps in {1, 8}) with
-its baselines (Features, GAP, DP-SAGE) and the non-private counterparts, plus the budget-split
-sweep of Figs. 2-6 (``--full`` only).
+its baselines (Features, GAP, DP-SAGE) and the non-private counterparts, Fig. 1 (accuracy vs
+the DP-APPR budget eps_pr, training without noise) and the budget-split sweep of Figs. 2-6.
 
 ``dpgl reproduce dpar --quick`` runs a reduced grid (see ``QUICK`` below and the README it
 writes); ``--full`` runs the paper's grid (10 seeds, 200 epochs, three datasets, all methods,
@@ -24,6 +24,7 @@ from dpgl.experiments.config import RunConfig
 from dpgl.experiments.execute import execute_run
 from dpgl.experiments.grid import GridSpec
 from dpgl.experiments.report import summarize, to_csv
+from dpgl.experiments.reproductions._common import line_plot
 from dpgl.experiments.runner import run_grid
 from dpgl.experiments.store import RunStore
 from dpgl.methods import get_method
@@ -75,7 +76,13 @@ def _methods(dpar_variants: tuple[str, ...], accountings: list[str], baselines: 
     return out
 
 
+#: Fig. 1: eps_pr (the DP-APPR budget, SGD without noise); Figs. 2-6: share of eps for DP-APPR.
+FIG1_EPSILONS = [0.1, 0.5, 1.0, 2.0, 4.0, 8.0]
+SPLIT_SHARES = [0.1, 0.3, 0.5, 0.7, 0.9]
+
+
 def grids(quick: bool) -> list[GridSpec]:
+    """Table 1 grids (Coauthor Physics last: the most expensive)."""
     common = {"delta": DELTA}
     if quick:
         return [
@@ -84,16 +91,29 @@ def grids(quick: bool) -> list[GridSpec]:
             _spec("dpar-quick-cs", ["coauthor-cs"], 1, [1.0],
                   _methods(("dpar-em0", "dpar-gm"), ["paper", "dpgl"], False, 50, 0, 0),
                   common),
+            _spec("dpar-quick-physics", ["coauthor-physics"], 1, [1.0],
+                  _methods(("dpar-em0",), ["paper", "dpgl"], False, 50, 0, 0), common),
         ]
-    full = [
-        _spec("dpar-full", ["cora-ml", "coauthor-cs", "coauthor-physics"], 10, [1.0, 8.0],
-              _methods(DPAR_PRIVATE, ["paper", "dpgl"], True, 200, 100, 100), common),
-        # Figs. 2-6: budget split between DP-APPR and DP-SGD at eps = 1 and 8
-        _spec("dpar-split", ["cora-ml", "coauthor-cs", "coauthor-physics"], 10, [1.0, 8.0],
-              [{"name": "dpar-em0", "params": {"appr_share": [0.1, 0.3, 0.5, 0.7, 0.9],
-                                              "accounting": ["paper", "dpgl"]}}], common),
-    ]
-    return full
+    return [_spec("dpar-full", ["cora-ml", "coauthor-cs", "coauthor-physics"], 10, [1.0, 8.0],
+                  _methods(DPAR_PRIVATE, ["paper", "dpgl"], True, 200, 100, 100), common)]
+
+
+def figure_grids(quick: bool) -> tuple[GridSpec, GridSpec]:
+    """Fig. 1 (accuracy vs eps_pr: DP-APPR alone, the MLP trained without noise) and Figs. 2-6
+    (accuracy vs the share of eps given to DP-APPR, at eps 1 and 8). Quick: Coauthor CS, 1
+    seed, 50 epochs (Fig. 1) / 20 epochs (Figs. 2-6)."""
+    common = {"delta": DELTA}
+    datasets = ["coauthor-cs"] if quick else ["cora-ml", "coauthor-cs", "coauthor-physics"]
+    seeds = 1 if quick else 10
+    fig1 = _spec("dpar-fig1", datasets, seeds, FIG1_EPSILONS,
+                 [{"name": m, "params": {"sgd": "nonprivate", "accounting": ["paper", "dpgl"],
+                                         "epochs": 50 if quick else 200}}
+                  for m in ("dpar-em0", "dpar-gm")], common)
+    split = _spec("dpar-split", datasets, seeds, [1.0, 8.0],
+                  [{"name": "dpar-em0", "params": {"appr_share": SPLIT_SHARES,
+                                                   "accounting": ["paper", "dpgl"],
+                                                   "epochs": 20 if quick else 200}}], common)
+    return fig1, split
 
 
 def _configs(specs: list[GridSpec]) -> list[RunConfig]:
@@ -179,8 +199,10 @@ GRID_TEXT_QUICK = """## Grid (quick)
 `--quick` (what is committed): Cora-ML with every method at eps in {1, 8}, 2 seeds, 200 epochs
 (GAP 30 + 30 epochs, DP-SAGE 20 epochs to fit the CPU budget); Coauthor CS (= MS Academic)
 with `dpar-em0`, `dpar-gm` (both calibrations), `features-dpsgd` and the non-private DPAR /
-Features at eps = 1 only, 1 seed, **50 epochs** (the paper: 200). Coauthor Physics is in the
-full grid only. Common settings (paper Sec. 5): lr 0.005, batch 60, K = 2, M = 70, q' = 9%,
+Features at eps = 1 only, 1 seed, **50 epochs** (the paper: 200); Coauthor Physics with
+`dpar-em0` (both calibrations), `features-dpsgd` and the non-private pair, same reduction.
+Fig. 1 and Figs. 2-6 on Coauthor CS, 1 seed (50 / 20 epochs). Common settings (paper
+Sec. 5): lr 0.005, batch 60, K = 2, M = 70, q' = 9%,
 C = 1, C1 = 0.01, C2 = 0.001, hidden 32, alpha = 0.25, P = 2, `appr_share` = 0.3,
 delta = 1e-4 (the reference code's default; the paper's per-dataset deltas could not be
 verified offline). Features is run on the same 9% node subsample as DPAR (as the reference
@@ -190,7 +212,8 @@ GRID_TEXT_FULL = """## Grid (full)
 
 Cora-ML, Coauthor CS, Coauthor Physics; eps in {1, 8}; 10 seeds; 200 epochs; every method
 and both calibrations; plus the DP-APPR / DP-SGD budget split sweep (`appr_share` in
-{0.1, 0.3, 0.5, 0.7, 0.9}, Figs. 2-6). Reddit needs a download and is not included."""
+{0.1, 0.3, 0.5, 0.7, 0.9}, Figs. 2-6) and the eps_pr sweep of Fig. 1 on all three datasets.
+Reddit needs a download and is not included."""
 
 GAPS_TEXT = """## Why our numbers differ from the paper's
 
@@ -222,13 +245,74 @@ GAPS_TEXT = """## Why our numbers differ from the paper's
   row (no hyper-parameter search); 1-2 seeds; 50 epochs on CS in the quick grid."""
 
 
+def _curve(df: pd.DataFrame, x: str, series: pd.Series) -> pd.DataFrame:
+    """Mean/std test accuracy (%) per (dataset, series, x)."""
+    d = df.assign(series=series, acc=100 * df["test_accuracy"])
+    g = d.groupby(["dataset", "series", x], dropna=False)["acc"]
+    return g.agg(mean="mean", std="std", n="count").reset_index()
+
+
+def _curve_markdown(curve: pd.DataFrame, x: str, label: str) -> list[str]:
+    lines: list[str] = []
+    for ds, sub in curve.groupby("dataset"):
+        xs = sorted(sub[x].unique())
+        lines += [f"{ds}:", "", "| series | " + " | ".join(f"{label}={v:g}" for v in xs) + " |",
+                  "|---|" + "---|" * len(xs)]
+        for name, g in sub.groupby("series"):
+            cells = []
+            for v in xs:
+                r = g[g[x] == v]
+                cells.append("-" if r.empty else _fmt(r["mean"].iloc[0] / 100,
+                                                      r["std"].iloc[0] / 100))
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
+def _write_figures(df: pd.DataFrame, fig1: list[RunConfig], split: list[RunConfig],
+                   out_dir: Path) -> tuple[list[str], list[Path]]:
+    text: list[str] = []
+    paths: list[Path] = []
+    f1 = df[df["key"].isin([c.key() for c in fig1])]
+    if not f1.empty:
+        curve = _curve(f1, "epsilon", f1["method"] + " (" + f1["param_accounting"] + ")")
+        paths.append(line_plot(curve, "epsilon", "series", out_dir / "fig1_eps_pr.png",
+                               "DPAR Fig. 1: DP-APPR alone (eps_pr), MLP trained without noise",
+                               logx=True))
+        text += ["## Fig. 1: accuracy vs eps_pr (DP-APPR only)", "",
+                 "The whole eps goes to DP-APPR and the MLP is trained without DP-SGD "
+                 "(`sgd=nonprivate`), so these runs are **not** node-DP as a whole (their "
+                 "privacy reports say so); they isolate the cost of the private structure. "
+                 "Test accuracy (%), `(paper)` / `(dpgl)` = DP-APPR noise calibrated with the "
+                 "paper's statements / our verified analysis.", ""]
+        text += _curve_markdown(curve, "epsilon", "eps_pr")
+    sp_ = df[df["key"].isin([c.key() for c in split])]
+    if not sp_.empty:
+        series = ("eps=" + sp_["epsilon"].map(lambda e: f"{e:g}") + " ("
+                  + sp_["param_accounting"] + ")")
+        curve = _curve(sp_, "param_appr_share", series)
+        paths.append(line_plot(curve, "param_appr_share", "series",
+                               out_dir / "figs2-6_budget_split.png",
+                               "DPAR Figs. 2-6: share of eps given to DP-APPR (dpar-em0)"))
+        text += ["## Figs. 2-6: budget split between DP-APPR and DP-SGD (dpar-em0)", "",
+                 "x = `appr_share`, the fraction of eps spent on DP-APPR (the rest on DP-SGD). "
+                 "Test accuracy (%).", ""]
+        text += _curve_markdown(curve, "param_appr_share", "share")
+    return text, paths
+
+
 def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> list[Path]:
     torch.set_num_threads(1)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     logging.getLogger("absl").setLevel(logging.ERROR)
     out_dir.mkdir(parents=True, exist_ok=True)
     specs = grids(quick)
-    configs = _configs(specs)
+    fig1_spec, split_spec = figure_grids(quick)
+    fig1, split = _configs([fig1_spec]), _configs([split_spec])
+    table = _configs(specs)
+    # Cora-ML / CS tables, then the figures, then Coauthor Physics (the most expensive)
+    configs = ([c for c in table if c.dataset != "coauthor-physics"] + fig1 + split
+               + [c for c in table if c.dataset == "coauthor-physics"])
     start = time.perf_counter()
 
     def run_fn(cfg: RunConfig) -> Any:
@@ -238,7 +322,10 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
         outcome = run_grid(configs, store, run_fn, progress=console is not None,
                            grid_name="dpar-quick" if quick else "dpar-full")
         df = store.to_frame()
+    fig_text, fig_paths = _write_figures(df, fig1, split, out_dir)
     df = df[df["key"].isin([c.key() for c in configs])]
+    total_minutes = float(df["time_total"].sum()) / 60
+    df = df[df["key"].isin([c.key() for c in table])]
     summary = _table(df)
     csv = to_csv(summary, out_dir / "results.csv")
     md_table = _markdown(summary)
@@ -252,7 +339,7 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
         f"Command: `dpgl reproduce dpar {mode}` (runs stored in `runs.sqlite`, resumable).",
         f"Report written {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
         f" (this invocation: {outcome.summary()}, {time.perf_counter() - start:.0f} s). "
-        f"Sum of the stored runs' times: {float(df['time_total'].sum()) / 60:.1f} min on one "
+        f"Sum of the stored runs' times: {total_minutes:.1f} min on one "
         "core (2 cores shared with other jobs).",
         "",
         "## Measured",
@@ -274,9 +361,9 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
         text.append(f"| {ds} | {100 * v['dpar']:.2f} | {100 * v['features']:.2f} |")
     text += ["", PAPER_NOTE, "", "## Ours next to the paper (eps = 1)", ""]
     text += _comparison(summary)
-    text += ["", GRID_TEXT_QUICK if quick else GRID_TEXT_FULL, "", GAPS_TEXT, ""]
+    text += ["", *fig_text, GRID_TEXT_QUICK if quick else GRID_TEXT_FULL, "", GAPS_TEXT, ""]
     (out_dir / "README.md").write_text("\n".join(text) + "\n", encoding="utf-8")
     if console is not None:
         console.print(outcome.summary())
         console.print(md_table)
-    return [readme, out_dir / "results.md", csv]
+    return [readme, out_dir / "results.md", csv, *fig_paths]

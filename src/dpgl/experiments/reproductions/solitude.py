@@ -25,8 +25,7 @@ import torch
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.grid import GridSpec
 from dpgl.experiments.report import format_value, summarize
-from dpgl.experiments.reproductions._common import is_private, run_configs, stored_frame
-from dpgl.experiments.reproductions.lpgnn import _line_plot
+from dpgl.experiments.reproductions._common import is_private, line_plot, run_configs, stored_frame
 from dpgl.experiments.store import RunStore
 
 NAME = "solitude"
@@ -112,7 +111,7 @@ def write_outputs(out_dir: Path, quick: bool) -> list[Path]:
             p3 = p3.assign(mean=p3["mean"] * 100, std=p3["std"] * 100,
                            dataset=p3["dataset"] + "/" + p3["model"])
             paths += [out_dir / "table3.csv", out_dir / "table3.md",
-                      _line_plot(p3, "epsilon", "param_variant", out_dir / "table3.png",
+                      line_plot(p3, "epsilon", "param_variant", out_dir / "table3.png",
                                  "Solitude Table 3: accuracy vs eps_a (eps_x = 1)")]
         raw = stored_frame(store, table3_configs(quick, standardize=False))
         if not raw.empty:  # the first quick run, before feature standardization
@@ -129,7 +128,7 @@ def write_outputs(out_dir: Path, quick: bool) -> list[Path]:
             s5["std"] *= 100
             s5.to_csv(out_dir / "fig5_label_rate.csv", index=False)
             paths += [out_dir / "fig5_label_rate.csv",
-                      _line_plot(s5, "label_rate", "param_variant",
+                      line_plot(s5, "label_rate", "param_variant",
                                  out_dir / "fig5_label_rate.png",
                                  "Solitude Fig. 5: accuracy vs label rate (eps_a=8, eps_x=1)")]
         df = stored_frame(store, link_configs(quick))
