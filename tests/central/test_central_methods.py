@@ -54,6 +54,17 @@ def test_dpar_appr_only_run_spends_the_whole_budget_on_appr_and_says_training_is
     assert r.info["appr_vector_epsilon"] > 2.5 * dp.info["appr_vector_epsilon"]
 
 
+def test_dpar_appr_selection_recall_grows_with_the_budget():
+    """The recall of the true top-K among the released indices is a diagnostic in info: near
+    chance at a tiny budget, near 1 with an enormous one (C2 large enough not to tie the
+    scores)."""
+    lo = _run("dpar-em0", 0.1, subsample=0.5, num_sources=20, sgd="nonprivate", clip_em=1.0)
+    hi = _run("dpar-em0", 50000.0, subsample=0.5, num_sources=20, sgd="nonprivate",
+              clip_em=1.0)
+    assert 0.0 <= lo.info["appr_topk_recall"] < 0.3
+    assert hi.info["appr_topk_recall"] > 0.95
+
+
 @pytest.mark.slow
 def test_dpar_paper_accounting_reports_the_verified_epsilon_separately():
     r = _run("dpar-em0", 1.0, subsample=0.5, num_sources=20, accounting="paper")

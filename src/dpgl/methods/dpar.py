@@ -223,6 +223,10 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
                     paper_gm_vector_epsilon(sigma_gm, p.clip_gm, delta0), m, delta_m)
                     * p.subsample)
     released = _release(variant, appr, p, eps_vector, value_share, sigma_gm, appr_rng)
+    if private:  # evaluation diagnostic (uses the true APPR; not part of the release)
+        exact = topk_nonprivate(appr, p.k)
+        hits = (released > 0).multiply(exact > 0).sum()
+        info["appr_topk_recall"] = float(hits / max(exact.nnz, 1))
     # Pi: released rows for the sources, identity rows for every other training node
     others = np.setdiff1d(np.arange(n), sources)
     pi = sp.csr_matrix(sp.vstack([released, sp.csr_matrix(
