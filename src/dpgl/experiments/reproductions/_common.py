@@ -45,7 +45,7 @@ def line_plot(df: pd.DataFrame, x: str, series: str, path: Path, title: str,
     from matplotlib.figure import Figure
 
     panels = sorted(df["dataset"].unique())
-    fig = Figure(figsize=(4.4 * len(panels), 3.4), layout="constrained")
+    fig = Figure(figsize=(max(4.4 * len(panels), 6.5), 3.6), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, ds in zip(axes, panels, strict=True):
@@ -62,6 +62,6 @@ def line_plot(df: pd.DataFrame, x: str, series: str, path: Path, title: str,
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(title, fontsize=10)
     fig.savefig(path, dpi=110)
     return path
