@@ -38,3 +38,18 @@ def test_fig6_eq8_only_where_it_differs() -> None:
     eq8 = sorted(c.params["alpha"] for c in cfgs if c.params["allocation"] == "eq8")
     assert eq8 == [0.8, 0.9]  # sqrt(8 / 3781) = 0.046 > (1 - alpha) 0.2 only there
     assert len([c for c in cfgs if c.params["allocation"] == "split"]) == 5
+
+
+def test_extra_seeds_reuse_the_seed_0_runs_and_the_report_reads_only_the_plan() -> None:
+    one = {c.key() for c in dprr.fig4_configs("reddit-binary", True, [0.0, 0.2])}
+    three = dprr.fig4_configs("reddit-binary", True, [0.0, 0.2], seeds=3)
+    assert {c.seed for c in three} == {0, 1, 2}
+    assert {c.key() for c in three if c.seed == 0} == one
+    plan_keys = {c.key() for _, cs in dprr.quick_plan(True) for c in cs}
+    assert {c.key() for c in three} <= plan_keys
+    # an earlier protocol's run (15 epochs) is not part of the plan, so not reported
+    old = dprr._grid("dprr-fig4", "reddit-binary", [{"name": "nonpriv-full"}], [1.0], 1,
+                     {**dprr.QUICK_ARCH, "epochs": 15, "patience": 5})
+    assert old[0].key() not in plan_keys
+    assert {c.key() for _, cs in dprr.quick_plan(True, "imdb") for c in cs}.isdisjoint(
+        {c.key() for _, cs in dprr.quick_plan(True, "reddit") for c in cs})
