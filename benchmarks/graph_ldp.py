@@ -130,7 +130,11 @@ def main() -> None:
                     help="subset, e.g. 'ba:3:1000,reddit:0:2000' (family:m:n); default all")
     ap.add_argument("--render", type=Path, nargs="*", default=None,
                     help="only write --out from the JSON lines of earlier runs' stdout")
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help="dataset directory (default: $DPGL_DATA_DIR); REDDIT-BINARY cases")
     args = ap.parse_args()
+    if args.data_dir is not None:  # children inherit it
+        os.environ["DPGL_DATA_DIR"] = str(args.data_dir)
     if args.child:
         child(args)
         return
@@ -199,4 +203,9 @@ def _write(args: argparse.Namespace, rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from dpgl.errors import DpglError
+
+    try:
+        main()
+    except DpglError as e:  # bad input: one line, no traceback
+        raise SystemExit(f"error: {e}") from None

@@ -68,9 +68,9 @@ Quick protocol (what was reduced, honestly):
 * IMDB-BINARY: at most 40 epochs, patience 10, 3 random 75/10/15 splits (seeds 0-2);
 * REDDIT-BINARY: at most 100 epochs, patience 30, learning rate halved every 50 epochs
   (Xu et al.'s GIN schedule), 1 split (seed 0); Fig. 4 at lambda in {0, 0.2} with 3 splits
-  (seeds 0-2). (A first pass with 15 epochs gave
-  NonPriv-Full only 77% on REDDIT-BINARY: undertrained; with 100 epochs it reaches 88%.)
-  IMDB keeps 40 epochs: its runs stop early (best epoch ~12 on average);
+  (seeds 0-2). (A first pass with 15 epochs gave NonPriv-Full only 77% on REDDIT-BINARY:
+  undertrained; with 100 epochs it reaches 86.9 ± 1.5 over 3 splits.) IMDB keeps 40
+  epochs: its runs stop early (best epoch ~12 on average);
 * RR is not run on REDDIT-BINARY: its output is ~n^2 / (1 + e^eps) pairs per graph, 2.6e8
   pairs for the 2,000 graphs at eps = 1 (1.2e8 at eps = 2), more than the 2-core CPU
   machine can train GIN on (see benchmarks/graph_ldp.py for the growth);
