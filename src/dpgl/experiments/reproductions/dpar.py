@@ -263,13 +263,15 @@ score lies in [0, 1e-3], while the Gumbel noise of one peeling step has scale 2 
 eps_vector: 1.3e-2 at eps_pr = 8 under our accounting (eps_vector = 0.30) and 2.5e-3 under the
 paper's (eps_vector = 1.58), both above the whole score range. Even with less noise, every node
 whose APPR value reaches C2 gets the same clipped score, so the selection is uniform among them.
-The private top-K is therefore an almost uniform draw up to eps_pr = 64 (recall 0 above), drawn
-from the same seed at every eps (hence identical accuracies for dpar-em0). Accuracy hardly
-depends on it anyway: only M = 70 of the ~1,355 training rows are APPR rows (the others are the
-node itself), and the non-private DPAR (exact top-K) reaches 90.2, like the uniform selection
-(89.9); at eps_pr = 1024, where the selection follows the true APPR (recall 74-95%), accuracy is
-not higher (85.8-90.2, one seed). DPAR's accuracy here comes from the features and from the
-exact test graph used at inference (Eq. 4), not from the private structure."""
+The private top-K is therefore an almost uniform draw (recall 0 up to eps_pr = 8 for every
+variant, and up to 64 except GM with the paper's calibration), drawn from the same seed at every
+eps (hence identical accuracies for dpar-em0). Accuracy hardly depends on it anyway: only M = 70
+of the ~1,355 training rows are APPR rows (the others are the node itself), and the non-private
+DPAR (exact top-K) reaches 90.2, like the uniform selection (89.9); at eps_pr = 1024 with the
+paper's calibration, where the selection follows the true APPR (recall 74 % EM, 95 % GM),
+accuracy is not higher (90.2 EM, 85.8 GM; one seed). DPAR's accuracy here comes from the
+features and from the exact test graph used at inference (Eq. 4), not from the private
+structure."""
 
 
 def _curve(df: pd.DataFrame, x: str, series: pd.Series,
