@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,36 @@ def run_configs(configs: list[RunConfig], store: RunStore, data_dir: Path | None
                        console=console)
     if console is not None:
         console.print(outcome.summary())
+
+
+def run_timed(steps: Iterable[tuple[str, list[RunConfig], str]], store: RunStore,
+              data_dir: Path | None, console: Any, timings: dict[str, float]) -> None:
+    """Run each ``(label, configs, grid name)`` step with :func:`run_configs`, adding its wall
+    time to ``timings[label]``."""
+    for label, configs, grid in steps:
+        t0 = time.perf_counter()
+        run_configs(configs, store, data_dir, grid, console)
+        timings[label] = timings.get(label, 0.0) + time.perf_counter() - t0
+
+
+def save_timings(out_dir: Path, quick: bool, started: str, timings: dict[str, float], *,
+                 recomputed: tuple[str, ...] = ()) -> Path:
+    """Write ``timings.json``, adding the times already recorded there by earlier
+    invocations of the same protocol (a resumed run adds the time of the runs it added);
+    ``recomputed`` steps are redone every time and keep only this invocation's time. Other
+    keys of an earlier file of the same protocol are kept."""
+    path = out_dir / "timings.json"
+    before = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if before.get("quick") != quick:
+        before = {}
+    for k, v in before.get("seconds", {}).items():
+        if k not in recomputed:
+            timings[k] = timings.get(k, 0.0) + float(v)
+    # other keys written earlier (e.g. a note on how the store was filled) are kept
+    saved = {**before, "started": before.get("started", started), "quick": quick,
+             "seconds": timings}
+    path.write_text(json.dumps(saved, indent=2), encoding="utf-8")
+    return path
 
 
 def stored_frame(store: RunStore, configs: list[RunConfig]) -> pd.DataFrame:

@@ -30,7 +30,8 @@ from dpgl.experiments.report import format_value, summarize
 from dpgl.experiments.reproductions._common import (
     is_private,
     line_plot,
-    run_configs,
+    run_timed,
+    save_timings,
     stored_frame,
 )
 from dpgl.experiments.store import RunStore
@@ -259,37 +260,23 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     timings: dict[str, float] = {}
     with RunStore(out_dir / "runs.sqlite") as store:
-        steps = (("table3_cora_citeseer", table3_configs(quick, ("cora", "citeseer")),
-                  "lpgnn-table3"),
-                 ("rq3", rq3_configs(quick), "lpgnn-rq3"),
-                 ("rq4", rq4_configs(quick), "lpgnn-rq4"),
-                 ("control", control_configs(quick), "lpgnn-control"))
-        for label, configs, grid in steps:
-            t0 = time.perf_counter()
-            run_configs(configs, store, data_dir, grid, console)
-            timings[label] = time.perf_counter() - t0
+        run_timed((("table3_cora_citeseer", table3_configs(quick, ("cora", "citeseer")),
+                    "lpgnn-table3"),
+                   ("rq3", rq3_configs(quick), "lpgnn-rq3"),
+                   ("rq4", rq4_configs(quick), "lpgnn-rq4"),
+                   ("control", control_configs(quick), "lpgnn-control")),
+                  store, data_dir, console, timings)
     (out_dir / "control_correlation.json").write_text(json.dumps(
         report_correlation("cora", data_dir, [0.001, 0.1, 1.0, 2.0]), indent=2),
         encoding="utf-8")
     t0 = time.perf_counter()
     paths = _write_rq2(out_dir, quick, data_dir)
     timings["rq2"] = time.perf_counter() - t0
-    with RunStore(out_dir / "runs.sqlite") as store:
-        t0 = time.perf_counter()  # the expensive dataset last: partial results stay useful
-        run_configs(table3_configs(quick, ("facebook",)), store, data_dir, "lpgnn-table3", console)
-        timings["table3_facebook"] = time.perf_counter() - t0
-    # accumulate over invocations: a resumed run adds the time of the runs it added
-    tpath = out_dir / "timings.json"
-    if tpath.exists():
-        before = json.loads(tpath.read_text(encoding="utf-8"))
-        if before.get("quick") == quick:
-            started = before.get("started", started)
-            for k, v in before.get("seconds", {}).items():
-                if k != "rq2":  # recomputed every time
-                    timings[k] = timings.get(k, 0.0) + float(v)
-    tpath.write_text(json.dumps({"started": started, "quick": quick, "seconds": timings},
-                                indent=2), encoding="utf-8")
-    return [*paths, out_dir / "timings.json", *write_outputs(out_dir, quick)]
+    with RunStore(out_dir / "runs.sqlite") as store:  # the expensive dataset last
+        run_timed((("table3_facebook", table3_configs(quick, ("facebook",)), "lpgnn-table3"),),
+                  store, data_dir, console, timings)
+    tpath = save_timings(out_dir, quick, started, timings, recomputed=("rq2",))
+    return [*paths, tpath, *write_outputs(out_dir, quick)]
 
 
 # ---------------------------------------------------------------------------- README

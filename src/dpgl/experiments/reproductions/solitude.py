@@ -14,7 +14,6 @@ with Local Differential Privacy", IEEE TIFS 2022).
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,13 @@ import torch
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.grid import GridSpec
 from dpgl.experiments.report import format_value, summarize
-from dpgl.experiments.reproductions._common import is_private, line_plot, run_configs, stored_frame
+from dpgl.experiments.reproductions._common import (
+    is_private,
+    line_plot,
+    run_timed,
+    save_timings,
+    stored_frame,
+)
 from dpgl.experiments.store import RunStore
 
 NAME = "solitude"
@@ -147,15 +152,11 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     timings: dict[str, float] = {}
     with RunStore(out_dir / "runs.sqlite") as store:
-        for label, configs, grid in (("table3", table3_configs(quick), "solitude-table3"),
-                                     ("fig5", label_rate_configs(quick), "solitude-fig5"),
-                                     ("link", link_configs(quick), "solitude-link")):
-            t0 = time.perf_counter()
-            run_configs(configs, store, data_dir, grid, console)
-            timings[label] = time.perf_counter() - t0
-    (out_dir / "timings.json").write_text(json.dumps(
-        {"started": started, "quick": quick, "seconds": timings}, indent=2), encoding="utf-8")
-    return [out_dir / "timings.json", *write_outputs(out_dir, quick)]
+        run_timed((("table3", table3_configs(quick), "solitude-table3"),
+                   ("fig5", label_rate_configs(quick), "solitude-fig5"),
+                   ("link", link_configs(quick), "solitude-link")),
+                  store, data_dir, console, timings)
+    return [save_timings(out_dir, quick, started, timings), *write_outputs(out_dir, quick)]
 
 
 # ---------------------------------------------------------------------------- README
