@@ -57,7 +57,7 @@ from dpgl.central.inductive import evaluate_logits, make_inductive, poisson_node
 from dpgl.errors import ConfigError
 from dpgl.graph.ppr import adjacency, ista_ppr, ppr_power_iteration_logits
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
-from dpgl.methods.params import NodeParams, Params
+from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import DecoupledMLP, dpar_example_loss
 from dpgl.privacy import (
     Accountant,
@@ -72,17 +72,10 @@ from dpgl.train.dpsgd import DPSGDConfig, train_dpsgd
 __all__ = ["DPARParams", "run_dpar"]
 
 
-class DPARParams(NodeParams):
+class DPARParams(NodeDPParams):
     """DPAR hyper-parameters (paper Sec. 5 defaults)."""
 
-    hidden: int = Field(32, ge=1)
-    dropout: float = Field(0.0, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    lr: float = Field(0.005, gt=0)
     epochs: int = Field(200, ge=1)
-    batch_size: int = Field(60, ge=1)
-    inductive_train: float = Field(0.8, gt=0, lt=1)
-    val_fraction: float = Field(0.5, gt=0, lt=1)
     subsample: float = Field(0.09, gt=0, le=1)           # q'
     num_sources: int = Field(70, ge=1)                     # M
     k: int = Field(2, ge=1)                                # top-K
@@ -90,7 +83,6 @@ class DPARParams(NodeParams):
     rho: float = Field(1e-4, ge=0)
     ista_tol: float = Field(1e-4, ge=0)
     prop_steps: int = Field(2, ge=0)                       # P (inference)
-    clip: float = Field(1.0, gt=0)                         # C (DP-SGD)
     clip_em: float = Field(1e-3, gt=0)                     # C2
     clip_gm: float = Field(1e-2, gt=0)                     # C1
     value_share: float = Field(0.5, gt=0, lt=1)            # option II: share of a vector's eps
@@ -98,7 +90,6 @@ class DPARParams(NodeParams):
     column_mode: Literal["clip", "normalize"] = "clip"
     max_other: int = Field(2, ge=0)                        # occurrences of a node in other rows
     appr_share: float = Field(0.3, gt=0, lt=1)             # share of eps for DP-APPR
-    delta: float = Field(1e-4, gt=0, lt=1)
     accounting: Literal["dpgl", "paper"] = "dpgl"
     #: "dp": DP-SGD (the method). "nonprivate": the whole eps goes to DP-APPR and the MLP is
     #: trained without noise -- the eps_pr sweep of the paper's Fig. 1 (the run's privacy

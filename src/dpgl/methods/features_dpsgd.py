@@ -22,7 +22,7 @@ from dpgl.central.accounting import (
 )
 from dpgl.central.inductive import evaluate_logits, make_inductive, poisson_node_subsample
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
-from dpgl.methods.params import NodeParams, Params
+from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import DecoupledMLP, mlp_example_loss
 from dpgl.privacy import Accountant, Guarantee, Unit, gaussian_noise_multiplier
 from dpgl.rng import spawn
@@ -31,18 +31,9 @@ from dpgl.train.dpsgd import DPSGDConfig, train_dpsgd
 __all__ = ["FeaturesDPSGDParams"]
 
 
-class FeaturesDPSGDParams(NodeParams):
-    hidden: int = Field(32, ge=1)
-    dropout: float = Field(0.0, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    lr: float = Field(0.005, gt=0)
+class FeaturesDPSGDParams(NodeDPParams):
     epochs: int = Field(200, ge=1)
-    batch_size: int = Field(60, ge=1)
-    clip: float = Field(1.0, gt=0)
-    inductive_train: float = Field(0.8, gt=0, lt=1)
-    val_fraction: float = Field(0.5, gt=0, lt=1)
     subsample: float = Field(1.0, gt=0, le=1)
-    delta: float = Field(1e-4, gt=0, lt=1)
     accounting: Literal["dpgl", "paper"] = "dpgl"
 
 

@@ -33,7 +33,7 @@ from dpgl.central.accounting import quiet_absl
 from dpgl.central.aggregation import aggregation_perturbation, ap_sensitivity, bound_degree
 from dpgl.central.inductive import evaluate_logits, make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
-from dpgl.methods.params import NodeParams, Params
+from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import GAPClassifier, GAPEncoder, mlp_example_loss
 from dpgl.privacy import Accountant, Unit
 from dpgl.rng import spawn
@@ -42,21 +42,13 @@ from dpgl.train.dpsgd import DPSGDConfig, train_dpsgd
 __all__ = ["GAPParams"]
 
 
-class GAPParams(NodeParams):
-    hidden: int = Field(32, ge=1)
+class GAPParams(NodeDPParams):
     encoder_dim: int = Field(16, ge=1)
-    dropout: float = Field(0.0, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    lr: float = Field(0.005, gt=0)
     epochs: int = Field(100, ge=1)                   # classifier epochs
     encoder_epochs: int = Field(50, ge=1)
     batch_size: int = Field(256, ge=1)
-    clip: float = Field(1.0, gt=0)
     hops: int = Field(2, ge=1)
     max_degree: int = Field(10, ge=1)
-    inductive_train: float = Field(0.8, gt=0, lt=1)
-    val_fraction: float = Field(0.5, gt=0, lt=1)
-    delta: float = Field(1e-4, gt=0, lt=1)
 
 
 def _record(acc: Accountant, z: float, p: GAPParams, n: int) -> None:

@@ -69,6 +69,22 @@ class NodeParams(DataParams):
         return self
 
 
+class NodeDPParams(NodeParams):
+    """Node-level DP methods on an inductive split (DPAR, Features, GAP, DP-SAGE): the DPAR
+    paper's Sec. 5 training defaults they share (MLP width 32, no dropout or weight decay,
+    Adam lr 0.005, batch 60, DP-SGD clip C = 1, 80/20 inductive split, delta 1e-4)."""
+
+    hidden: int = Field(32, ge=1)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    lr: float = Field(0.005, gt=0)
+    batch_size: int = Field(60, ge=1)
+    clip: float = Field(1.0, gt=0)                         # C (DP-SGD)
+    inductive_train: float = Field(0.8, gt=0, lt=1)
+    val_fraction: float = Field(0.5, gt=0, lt=1)
+    delta: float = Field(1e-4, gt=0, lt=1)
+
+
 class GraphParams(DataParams):
     """Graph classification with GIN-0 (DPRR Sec. 5.1 defaults: 75/10/15 split, batch 64)."""
 

@@ -24,7 +24,7 @@ from dpgl.central.accounting import calibrate_multiterm, multiterm_epsilon
 from dpgl.central.aggregation import bound_in_degree_sample
 from dpgl.central.inductive import evaluate_logits, make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
-from dpgl.methods.params import NodeParams, Params
+from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import SAGE1, sage_example_loss
 from dpgl.privacy import Guarantee, Unit
 from dpgl.rng import spawn
@@ -33,18 +33,9 @@ from dpgl.train.dpsgd import DPSGDConfig, train_dpsgd
 __all__ = ["SAGEParams"]
 
 
-class SAGEParams(NodeParams):
-    hidden: int = Field(32, ge=1)
-    dropout: float = Field(0.0, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    lr: float = Field(0.005, gt=0)
+class SAGEParams(NodeDPParams):
     epochs: int = Field(100, ge=1)
-    batch_size: int = Field(60, ge=1)
-    clip: float = Field(1.0, gt=0)
     max_degree: int = Field(5, ge=1)
-    inductive_train: float = Field(0.8, gt=0, lt=1)
-    val_fraction: float = Field(0.5, gt=0, lt=1)
-    delta: float = Field(1e-4, gt=0, lt=1)
 
 
 def _neighbourhoods(x: torch.Tensor, edge_index: torch.Tensor, n: int, d: int
