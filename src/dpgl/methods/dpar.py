@@ -183,9 +183,11 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     paper: dict[str, float] = {}
     if private:
         assert eps is not None
+        # inner target before amplification by the q' node subsample; delta split in halves
+        eps_in, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
+        d_half = delta_in / 2
         if p.accounting == "dpgl":
-            eps_in, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
-            eps_appr, d_half = share * eps_in, delta_in / 2
+            eps_appr = share * eps_in
             if variant in ("em0", "em1"):
                 eps_vector = per_release_epsilon(eps_appr, m, delta_slack=d_half,
                                                  composition="optimal")
@@ -264,9 +266,6 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
         acc.spend_nonprivate("training graph", "true APPR top-K and gradients without noise",
                              Unit.NODE_DP)
         return MethodOutput(metrics, info)
-    assert eps is not None
-    eps_in_target, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
-    d_half = delta_in / 2
     inner = Accountant(delta=d_half)
     if variant in ("em0", "em1"):
         assert eps_vector is not None
@@ -304,7 +303,6 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
         info["paper_epsilon"] = paper.get("epsilon")
         info["paper_appr_epsilon"] = paper.get("appr_epsilon")
         info["paper_sgd_epsilon"] = paper.get("sgd_epsilon")
-    del eps_in_target
     return MethodOutput(metrics, info)
 
 
