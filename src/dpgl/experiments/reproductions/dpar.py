@@ -23,7 +23,7 @@ import torch
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.execute import execute_run
 from dpgl.experiments.grid import GridSpec
-from dpgl.experiments.report import summarize, to_csv
+from dpgl.experiments.report import format_value, summarize, to_csv
 from dpgl.experiments.reproductions._common import line_plot
 from dpgl.experiments.runner import run_grid
 from dpgl.experiments.store import RunStore
@@ -143,15 +143,6 @@ def _table(df: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
-def _fmt(mean: float, std: float) -> str:
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "-"
-    s = f"{100 * mean:.1f}"
-    if std is not None and not (isinstance(std, float) and math.isnan(std)):
-        s += f" ± {100 * std:.1f}"
-    return s
-
-
 def _markdown(summary: pd.DataFrame) -> str:
     lines = ["| dataset | method (noise calibrated with) | target ε | test accuracy (%) | seeds "
              "| verified node-DP ε of the run |",
@@ -164,7 +155,7 @@ def _markdown(summary: pd.DataFrame) -> str:
         if pd.isna(r["epsilon"]):
             ver_s = "no privacy"
         lines.append(f"| {r['dataset']} | {r['variant']} | {eps} | "
-                     f"{_fmt(r['test_accuracy_mean'], r['test_accuracy_std'])} | "
+                     f"{format_value(r['test_accuracy_mean'], r['test_accuracy_std'])} | "
                      f"{int(r['n_seeds'])} | {ver_s} |")
     return "\n".join(lines) + "\n"
 
@@ -185,7 +176,8 @@ def _comparison(summary: pd.DataFrame) -> list[str]:
             if part.empty:
                 return "not run"
             r = part.sort_values("test_accuracy_mean", ascending=False).iloc[0]
-            return f"{_fmt(r['test_accuracy_mean'], r['test_accuracy_std'])} ({r['variant']})"
+            value = format_value(r["test_accuracy_mean"], r["test_accuracy_std"])
+            return f"{value} ({r['variant']})"
 
         dpar = sub[sub["variant"].str.startswith("dpar")]
         rows.append(f"| {ds} | {best('(paper)', dpar)} | {100 * v['dpar']:.2f} | "
@@ -292,7 +284,7 @@ def _curve_markdown(curve: pd.DataFrame, x: str, label: str) -> list[str]:
             cells = []
             for v in xs:
                 r = g[g[x] == v]
-                cells.append("-" if r.empty else _fmt(r["mean"].iloc[0] / 100,
+                cells.append("-" if r.empty else format_value(r["mean"].iloc[0] / 100,
                                                       r["std"].iloc[0] / 100))
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
