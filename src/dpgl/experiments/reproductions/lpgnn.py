@@ -387,6 +387,7 @@ def write_readme(out_dir: Path, quick: bool) -> Path:
         parts += [f"![{name}]({img})", ""]
     with RunStore(out_dir / "runs.sqlite") as store:
         done = store.finished_keys()
+        ctl = stored_frame(store, control_configs(quick))
     status = []
     for label, cf in (("Table 3 Cora+CiteSeer", table3_configs(quick, ("cora", "citeseer"))),
                       ("Table 3 Facebook", table3_configs(quick, ("facebook",))),
@@ -427,8 +428,6 @@ def write_readme(out_dir: Path, quick: bool) -> Path:
                              f"no-self-loops minus self-loops ranges from {diff.min():+.1f} to "
                              f"{diff.max():+.1f} points across K (compare with the stds in the "
                              "csv: at eps = 1 on this dataset the self-loop effect is small).")
-    with RunStore(out_dir / "runs.sqlite") as store:
-        ctl = stored_frame(store, control_configs(quick))
     if not ctl.empty:
         c = ctl.groupby(["dataset", "param_steps"])["test_accuracy"].agg(["mean", "std"])
         cells = "; ".join(f"{ds} K = {int(k)}: {100 * r['mean']:.1f} ± {100 * r['std']:.1f}"
