@@ -49,6 +49,10 @@ def test_dpar_appr_only_run_spends_the_whole_budget_on_appr_and_says_training_is
     assert r.info["sgd_inner_epsilon"] is None
     assert "NO PRIVACY" in r.privacy["summary"]
     assert _total(r)["epsilon"] is None               # the model as a whole is not private
+    appr = [e for e in r.privacy["entries"] if e["kind"] != "nonprivate"]
+    assert len(appr) == 1 and "DP-APPR-EM" in appr[0]["mechanism"]
+    assert 1.9 < appr[0]["epsilon"] <= 2.0 + 1e-6      # the DP-APPR release spends the whole eps
+    assert "DP-SGD" not in appr[0]["mechanism"]
     # the DP-APPR part gets the whole eps: a larger per-vector budget than with DP-SGD on
     dp = _run("dpar-em0", 2.0, subsample=0.5, num_sources=20)
     assert r.info["appr_vector_epsilon"] > 2.5 * dp.info["appr_vector_epsilon"]
