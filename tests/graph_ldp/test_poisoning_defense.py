@@ -12,7 +12,7 @@ from scipy.stats import binom
 from torch_geometric.data import Data
 
 from dpgl.errors import ConfigError, DpglError
-from dpgl.mechanisms._primitives import rr_keep_probability
+from dpgl.privacy import RandomizedResponse
 from dpgl.mechanisms.dprr import DPRR
 from dpgl.mechanisms.poisoning import (
     apply_defense,
@@ -71,7 +71,7 @@ def test_defense_threshold_matches_worked_example() -> None:
 
 def test_defense_threshold_is_the_chernoff_bound() -> None:
     n, eps2, theta = 300, 1.3, 0.1
-    mu = (n - 1) * rr_keep_probability(eps2)
+    mu = (n - 1) * RandomizedResponse(eps2).keep_probability
     tau = defense_threshold(n, eps2, theta)
     delta = tau / mu - 1.0
     assert math.exp(-delta**2 * mu / (2 + delta)) == pytest.approx(theta, rel=1e-9)
@@ -99,7 +99,7 @@ def test_defense_false_positive_rate_at_most_theta(kind: str) -> None:
     assert flagged / total <= theta
     # Prop. 6 exactly for the worst honest user: P[Bin(n - 1, p) >= tau] <= theta
     tau = defense_threshold(n, 0.9, theta)
-    assert binom.sf(math.ceil(tau) - 1, n - 1, rr_keep_probability(0.9)) <= theta
+    assert binom.sf(math.ceil(tau) - 1, n - 1, RandomizedResponse(0.9).keep_probability) <= theta
     assert tau <= n - 1  # an all-ones list is flagged
 
 

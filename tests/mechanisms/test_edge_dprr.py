@@ -11,7 +11,7 @@ import pytest
 
 from _edge_graphs import binomial_ok, dense_adjacency, random_graph
 from dpgl.errors import ConfigError, PrivacyError
-from dpgl.mechanisms._primitives import rr_keep_probability
+from dpgl.privacy import RandomizedResponse
 from dpgl.mechanisms.dprr import DPRR, dprr_budget, dprr_sampling_probability, draw_private_mask
 
 
@@ -43,7 +43,7 @@ def test_budget_errors() -> None:
 
 
 def test_sampling_probability_eq6() -> None:
-    p = rr_keep_probability(2.0)
+    p = RandomizedResponse(2.0).keep_probability
     n = 101
     q = dprr_sampling_probability(np.array([-3.0, 0.0, 10.0, 50.0, 80.0]), n, p)
     assert q[0] == 0 and q[1] == 0
@@ -54,7 +54,7 @@ def test_sampling_probability_eq6() -> None:
 def dprr_law(bits: tuple[int, ...], n: int, eps1: float, eps2: float) -> dict:
     """Exact law of the sampled report: integrate over the Laplace degree (Gauss-Legendre on
     the smooth pieces, closed form on the tails where q is 0 or 1)."""
-    p = rr_keep_probability(eps2)
+    p = RandomizedResponse(eps2).keep_probability
     d = sum(bits)
     b = 1.0 / eps1
     cdf = lambda t: 0.5 * math.exp((t - d) / b) if t < d else 1 - 0.5 * math.exp(-(t - d) / b)  # noqa: E731
@@ -118,7 +118,7 @@ def dense_dprr(adj: np.ndarray, mech: DPRR, rng: np.random.Generator) -> np.ndar
     """Reference: per user noisy degree, RR on the dense row, then edge sampling."""
     n = adj.shape[0]
     eps1, eps2 = mech.budget(n)
-    p = rr_keep_probability(eps2)
+    p = RandomizedResponse(eps2).keep_probability
     noisy = adj.sum(1) + rng.laplace(0, 1 / eps1, n)
     q = dprr_sampling_probability(noisy, n, p)
     rr = adj ^ (rng.random((n, n)) < 1 - p)
@@ -153,7 +153,7 @@ def test_simulation_matches_dense_reference() -> None:
 def expected_report_count(degrees: np.ndarray, n: int, mech: DPRR) -> float:
     """E[number of reported pairs] = sum_i E_{d~}[q(d~) (d_i p + (n - 1 - d_i)(1 - p))]."""
     eps1, eps2 = mech.budget(n)
-    p = rr_keep_probability(eps2)
+    p = RandomizedResponse(eps2).keep_probability
     b = 1 / eps1
     z = np.linspace(-60 * b, 60 * b, 240_001)
     dens = np.exp(-np.abs(z) / b) / (2 * b)

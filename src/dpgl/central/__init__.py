@@ -1,12 +1,13 @@
 """Central (trusted-server) node-level DP building blocks: DPAR's differentially private
 approximate PPR (DP-APPR-EM / DP-APPR-GM, column clipping) and GAP's aggregation
-perturbation. See docs/node-dp.md for every guarantee and what is proven vs. taken as stated."""
+perturbation under bounded-degree node-DP. See docs/node-dp.md for every guarantee and its
+proof."""
 
 from dpgl.central.aggregation import (
-    aggregation_perturbation,
+    AggregationPerturbation,
     ap_sensitivity,
-    bound_degree,
-    bound_in_degree_sample,
+    check_degree_bound,
+    max_degrees,
 )
 from dpgl.central.dp_appr import (
     DPAPPRExponential,
@@ -17,13 +18,13 @@ from dpgl.central.dp_appr import (
 )
 
 __all__ = [
+    "AggregationPerturbation",
     "DPAPPRExponential",
     "DPAPPRGaussian",
-    "aggregation_perturbation",
     "ap_sensitivity",
-    "bound_degree",
-    "bound_in_degree_sample",
     "cap_column_occurrences",
+    "check_degree_bound",
     "clip_columns_l1",
+    "max_degrees",
     "topk_nonprivate",
 ]

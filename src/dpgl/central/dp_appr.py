@@ -11,11 +11,15 @@
   (post-processing; it fixes the number of DP-SGD examples one node can touch).
 
 Neighbouring relation (node-level DP, ``Unit.NODE_DP``): graphs differ in one node with its
-features and all its edges; node ids are a public universe (a removed node is absent from
-every edge). Per-entry clipping makes every APPR entry lie in [0, C2], so *any* change of the
-graph moves each score by at most C2: l_inf sensitivity C2, which is what the Gumbel top-K
-guarantee needs. For GM, both vectors lie in the l2 ball of radius C1, so their distance is at
-most 2 C1 (the paper uses C1; we use the safe 2 C1, see docs/node-dp.md).
+features and all its edges; node ids are a public universe. Every vector has one entry per
+*universe* id, present or not (an absent node scores 0), so the set of candidates never
+depends on which nodes are present, and an absent source's vector is all zeros. Per-entry
+clipping makes every APPR entry lie in [0, C2], so *any* change of the graph moves each score
+by at most C2: l_inf sensitivity C2, which is what the Gumbel top-K guarantee needs. For GM,
+both vectors lie in the l2 ball of radius C1, so their distance is at most 2 C1 (the paper
+uses C1; we use the safe 2 C1, see docs/node-dp.md). Both release methods charge the active
+accountant for the rows they release: every row may depend on the removed node, so M rows
+compose M-fold (optimal composition for EM, a self-composed Gaussian event for GM).
 """
 
 from __future__ import annotations
@@ -25,8 +29,18 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
-from dpgl.errors import ConfigError
-from dpgl.privacy import Guarantee, GumbelTopK, LaplaceMechanism, Unit, check_epsilon
+from dpgl.errors import ConfigError, PrivacyError
+from dpgl.privacy import (
+    Guarantee,
+    GumbelTopK,
+    LaplaceMechanism,
+    Randomizer,
+    Unit,
+    check_delta,
+    check_epsilon,
+    compose_parts,
+    current_accountant,
+)
 
 __all__ = [
     "DPAPPRExponential",
@@ -64,16 +78,19 @@ def topk_nonprivate(appr: sp.spmatrix | np.ndarray, k: int) -> sp.csr_matrix:
     return _assemble(idx, val, n)
 
 
-class DPAPPRExponential:
+class DPAPPRExponential(Randomizer):
     """DP-APPR-EM for one APPR vector per row: ``epsilon`` is the pure node-level budget of
     one vector. Option I (``values="uniform"``): all of it selects K indices (eps/K per peeling
     step, Gumbel scale 2 C2 K / eps); option II (``values="laplace"``): a ``value_share`` of it
-    releases the K clipped values with Laplace(K C2 / eps_v) noise (L1 sensitivity K C2)."""
+    releases the K clipped values with Laplace(K C2 / eps_v) noise (L1 sensitivity K C2).
+    :meth:`release` charges the M rows it releases, composed by KOV optimal composition with
+    ``delta_slack``."""
 
     def __init__(self, k: int, epsilon: float, *, clip: float = 1e-3,
                  values: Literal["uniform", "laplace"] = "uniform",
-                 value_share: float = 0.5) -> None:
-        self.epsilon = check_epsilon(epsilon)
+                 value_share: float = 0.5, delta_slack: float = 0.0,
+                 unit: Unit = Unit.NODE_DP) -> None:
+        eps = check_epsilon(epsilon)
         if values not in ("uniform", "laplace"):
             raise ConfigError(f"values must be 'uniform' or 'laplace', got {values!r}")
         if not 0.0 < value_share < 1.0:
@@ -83,20 +100,36 @@ class DPAPPRExponential:
         self.k = int(k)
         self.clip = float(clip)
         self.values = values
-        eps_select = self.epsilon if values == "uniform" else (1 - value_share) * self.epsilon
-        self.selector = GumbelTopK(self.k, eps_select, sensitivity=self.clip, unit=Unit.NODE_DP)
+        self.unit = unit
+        self.delta_slack = check_delta(delta_slack, "delta_slack")
+        self.label = "DP-APPR-EM"
+        eps_select = eps if values == "uniform" else (1 - value_share) * eps
+        self.selector = GumbelTopK(self.k, eps_select, sensitivity=self.clip, unit=unit,
+                                   label="DP-APPR-EM: Gumbel top-K")
         self.value_mech = None if values == "uniform" else LaplaceMechanism(
-            value_share * self.epsilon, sensitivity=self.k * self.clip, unit=Unit.NODE_DP)
+            value_share * eps, sensitivity=self.k * self.clip, unit=unit,
+            label="DP-APPR-EM: Laplace values")
+
+    def parts(self) -> dict[str, Guarantee]:
+        out = {"top-K": self.selector.guarantee}
+        if self.value_mech is not None:
+            out["values"] = self.value_mech.guarantee
+        return out
 
     @property
     def guarantee(self) -> Guarantee:
-        """Pure eps-node-DP for one vector (K peeling steps + optional Laplace values, basic
-        composition; DPAR Thm 1)."""
-        return Guarantee.pure(self.epsilon, Unit.NODE_DP)
+        """Pure eps-node-DP for one vector: the K peeling steps + optional Laplace values,
+        basic composition of the parts as drawn (DPAR Thm 1)."""
+        return compose_parts(self.parts(), self.unit)
+
+    @property
+    def epsilon(self) -> float:
+        return self.guarantee.epsilon
 
     def release(self, appr: sp.spmatrix | np.ndarray, rng: np.random.Generator
                 ) -> sp.csr_matrix:
-        """Private top-K of every row (one APPR vector per row) as a sparse matrix."""
+        """Private top-K of every row (one APPR vector per row, one column per universe id) as
+        a sparse matrix; charges the rows released."""
         mat = _rows(appr)
         n = mat.shape[1]
         scores = np.minimum(mat.toarray(), self.clip)        # per-entry clipping to [0, C2]
@@ -106,20 +139,29 @@ class DPAPPRExponential:
         else:
             picked = np.take_along_axis(scores, idx, axis=1)
             val = np.maximum(self.value_mech.randomize(picked, rng), 0.0)  # post-processing
+        self.charge(count=mat.shape[0], composition="optimal", delta_slack=self.delta_slack,
+                    name="DP-APPR-EM (private top-K per source)")
         return _assemble(idx, val, n)
 
+    def _repr_args(self) -> dict[str, object]:
+        return {"k": self.k, "epsilon": self.epsilon, "clip": self.clip, "values": self.values}
 
-class DPAPPRGaussian:
+
+class DPAPPRGaussian(Randomizer):
     """DP-APPR-GM: l2 clipping to C1, Gaussian noise of std ``sigma`` on every entry, top-K of
     the noisy vector (values: the noisy values, floored at 0). Node-level l2 sensitivity of one
-    vector: 2 C1 (:attr:`sensitivity`); noise multiplier sigma / (2 C1)."""
+    vector: 2 C1 (:attr:`sensitivity`); noise multiplier sigma / (2 C1). :meth:`release`
+    charges a Gaussian event with one step per released row."""
 
-    def __init__(self, k: int, sigma: float, *, clip: float = 1e-2) -> None:
+    def __init__(self, k: int, sigma: float, *, clip: float = 1e-2,
+                 unit: Unit = Unit.NODE_DP) -> None:
         if not sigma > 0 or not clip > 0:
             raise ConfigError("sigma and clip (C1) must be > 0")
         self.k = int(k)
         self.sigma = float(sigma)
         self.clip = float(clip)
+        self.unit = unit
+        self.label = "DP-APPR-GM"
 
     @property
     def sensitivity(self) -> float:
@@ -128,6 +170,20 @@ class DPAPPRGaussian:
     @property
     def noise_multiplier(self) -> float:
         return self.sigma / self.sensitivity
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """A Gaussian event: its epsilon exists at a target delta only (the run's report)."""
+        raise PrivacyError("DP-APPR-GM is a Gaussian event: its epsilon depends on the target "
+                           "delta (see the run's privacy report)")
+
+    def charge(self, *, count: int = 1, **_: object) -> None:  # type: ignore[override]
+        acc = current_accountant()
+        if acc is not None:
+            acc.spend_gaussian("DP-APPR-GM (private top-K per source)",
+                               noise_multiplier=self.noise_multiplier, steps=count,
+                               unit=self.unit,
+                               sensitivity_note="l2 clip C1, sensitivity 2 C1 per vector")
 
     def release(self, appr: sp.spmatrix | np.ndarray, rng: np.random.Generator
                 ) -> sp.csr_matrix:
@@ -141,7 +197,11 @@ class DPAPPRGaussian:
         noisy = dense + rng.normal(0.0, self.sigma, size=dense.shape)
         idx = np.argpartition(-noisy, self.k - 1, axis=1)[:, : self.k]
         val = np.maximum(np.take_along_axis(noisy, idx, axis=1), 0.0)
+        self.charge(count=mat.shape[0])
         return _assemble(idx, val, n)
+
+    def _repr_args(self) -> dict[str, object]:
+        return {"k": self.k, "sigma": self.sigma, "clip": self.clip}
 
 
 def clip_columns_l1(mat: sp.spmatrix, tau: float = 1.0,

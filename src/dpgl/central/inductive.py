@@ -6,6 +6,8 @@ selection, the other half are reported as test accuracy."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,9 +16,11 @@ from torch_geometric.data import Data
 
 from dpgl.errors import ConfigError
 from dpgl.graph.splits import inductive_split
+from dpgl.privacy import current_accountant
 from dpgl.train.metrics import accuracy, f1_scores
 
-__all__ = ["InductiveData", "evaluate_logits", "make_inductive", "poisson_node_subsample"]
+__all__ = ["InductiveData", "evaluate_logits", "make_inductive", "node_subsample",
+           "poisson_node_subsample"]
 
 
 @dataclass
@@ -42,17 +46,39 @@ def make_inductive(data: Data, train_ratio: float, rng: np.random.Generator,
     return InductiveData(train, test, val_idx, test_idx, int(data.y.max()) + 1)
 
 
-def poisson_node_subsample(graph: Data, rate: float, rng: np.random.Generator) -> Data:
-    """Induced subgraph on a Poisson sample of the nodes (each kept with prob ``rate``;
-    DPAR's node subsampling with q', done Poisson so amplification applies)."""
+def poisson_node_subsample(graph: Data, rate: float, rng: np.random.Generator
+                           ) -> tuple[Data, np.ndarray]:
+    """Induced subgraph on a Poisson sample of the nodes (each kept independently with prob
+    ``rate``; DPAR's node subsampling with q', done Poisson so amplification applies), and the
+    ids of the kept nodes in ``graph`` (the public universe; the subgraph's node i is
+    ``ids[i]``)."""
     if not 0 < rate <= 1:
         raise ConfigError(f"subsample rate must be in (0, 1], got {rate}")
+    n = int(graph.num_nodes)
     if rate == 1:
-        return graph
-    keep = np.flatnonzero(rng.random(int(graph.num_nodes)) < rate)
+        return graph, np.arange(n)
+    keep = np.flatnonzero(rng.random(n) < rate)
     if keep.size < 2:
         raise ConfigError(f"node subsampling at rate {rate} kept {keep.size} node(s)")
-    return graph.subgraph(torch.from_numpy(keep))
+    return graph.subgraph(torch.from_numpy(keep)), keep
+
+
+@contextlib.contextmanager
+def node_subsample(graph: Data, rate: float, rng: np.random.Generator, *, name: str,
+                   inner_delta: float | None = None) -> Iterator[tuple[Data, np.ndarray]]:
+    """Draw a Poisson node subsample (:func:`poisson_node_subsample`) and, when ``rate`` < 1,
+    record that everything charged inside ran on it: the sampler declares the amplification
+    by subsampling (:meth:`dpgl.privacy.Accountant.subsampled`; ``inner_delta`` is the target
+    delta of the inner Gaussian/RDP parts)."""
+    sample = poisson_node_subsample(graph, rate, rng)
+    acc = current_accountant()
+    if acc is None or rate >= 1:
+        yield sample
+        return
+    with acc.subsampled(name, rate, delta=inner_delta,
+                        description="node-level DP on the induced subgraph of a Poisson node "
+                                    "sample"):
+        yield sample
 
 
 def evaluate_logits(logits: torch.Tensor, y: torch.Tensor, val_idx: torch.Tensor,

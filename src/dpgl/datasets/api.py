@@ -169,13 +169,20 @@ def load_dataset(
         return result
 
     data: Data = result
+    feature_range = spec.feature_range
+    if callable(feature_range):
+        feature_range = feature_range(**options)
     if features == "one-hot-degree":
         data = OneHotDegreeClipped(max_degree)(data)
+        feature_range = (0.0, 1.0, "one-hot degree: every value is 0 or 1")
     if top_k is not None:
         data = TopKClasses(top_k)(data)
     if lcc:
         data = largest_component(data)
     if normalize:
         data = NormalizeFeatures01()(data)
+        feature_range = None  # min-max over all nodes: not a public, data-independent range
     data.name = spec.name
+    # Public metadata for the feature-LDP mechanisms (dpgl.mechanisms.features.FeatureRange).
+    data.feature_range = feature_range
     return data

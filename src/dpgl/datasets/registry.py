@@ -144,6 +144,9 @@ class DatasetSpec:
     note: str = ""
     generate: Callable[..., Any] | None = None
     generator_options: tuple[str, ...] = ()
+    #: The public, data-independent range of the raw feature values: (low, high, why it is
+    #: public), or a function of the generator options; None when no such range is known.
+    feature_range: tuple[float, float, str] | Callable[..., tuple[float, float, str]] | None = None
 
 
 DATASETS: dict[str, DatasetSpec] = {}
@@ -155,6 +158,10 @@ def _register(spec: DatasetSpec) -> None:
     for alias in spec.aliases:
         ALIASES[alias] = spec.name
 
+
+#: Public feature ranges: binary bag-of-words / one-hot attributes are 0 or 1 by definition.
+BINARY = (0.0, 1.0, "binary features: every value is 0 or 1")
+ROW_NORMALIZED = (0.0, 1.0, "non-negative features l2-normalized per node: every value in [0, 1]")
 
 # --------------------------------------------------------------------------- Planetoid
 
@@ -184,6 +191,7 @@ for _name, _stats in _PLANETOID_STATS.items():
             read=_read_planetoid,
             stats=_stats,
             source="Planetoid raw ind.* files (Yang et al. 2016), kimiyoung/planetoid",
+            feature_range=BINARY,
             note=(
                 "ind.pubmed.allx is not in the offline copies; statistics published (PyG)"
                 if _name == "pubmed"
@@ -214,6 +222,7 @@ def _npz(
     *,
     aliases: tuple[str, ...] = (),
     note: str = "",
+    feature_range: tuple[float, float, str] | None = BINARY,
 ) -> None:
     path = f"npz/{fname}"
     _register(
@@ -226,6 +235,7 @@ def _npz(
             source=origin,
             aliases=aliases,
             note=note,
+            feature_range=feature_range,
         )
     )
 
@@ -244,6 +254,7 @@ _npz(
     Source(github_raw("gasteigerjo/ppnp", PPNP_COMMIT, "ppnp/data/cora_ml.npz")),
     Stats(2995, 8158, 2879, 7),
     "PPNP npz (Klicpera et al. 2019), klicperajo/ppnp",
+    feature_range=ROW_NORMALIZED,
 )
 _npz(
     "cora-npz",
@@ -268,6 +279,7 @@ _npz(
     "gnn-benchmark npz (Shchur et al. 2018); = MS Academic in PPNP / DPAR",
     aliases=("ms-academic",),
     note=_DERIVED,
+    feature_range=None,  # keyword counts: no public bound
 )
 _npz(
     "coauthor-physics",
@@ -277,6 +289,7 @@ _npz(
     "gnn-benchmark npz (Shchur et al. 2018)",
     aliases=("ms-academic-physics",),
     note=_DERIVED + "; dense x is 1.2 GB",
+    feature_range=None,  # keyword counts: no public bound
 )
 _npz(
     "amazon-computers",
@@ -301,6 +314,7 @@ _npz(
     Stats(4230, 5337, 602, 6),
     "CitationFull CiteSeer npz (Bojchevski & Günnemann 2018, graph2gauss)",
     note=_DERIVED,
+    feature_range=ROW_NORMALIZED,
 )
 
 # --------------------------------------------------------------------------- MUSAE
@@ -345,6 +359,7 @@ def _musae(
             stats=stats,
             source=f"MUSAE/FEATHER csv + json (Rozemberczki et al.), SNAP {archive}",
             note="" if features_offline else _NO_FEATURES,
+            feature_range=BINARY,
         )
     )
 
@@ -452,6 +467,15 @@ _tu(
 # --------------------------------------------------------------------------- synthetic
 
 
+def _csbm_range(mean_distance: float = 2.0, **_: Any) -> tuple[float, float, str]:
+    """csbm features are x = mu_y + N(0, I) with |mu_y[k]| <= mean_distance / sqrt(2): the
+    declared public bound is that plus 3 standard deviations (values beyond it are clipped by
+    each user; about 0.3 % of them)."""
+    bound = float(mean_distance) / 2.0**0.5 + 3.0
+    return (-bound, bound, f"declared from the generator: |mean| <= {bound - 3.0:.3g} plus 3 "
+                           "standard deviations")
+
+
 def _register_synthetic() -> None:
     from dpgl.datasets.synthetic import barabasi_albert, csbm
 
@@ -465,6 +489,7 @@ def _register_synthetic() -> None:
             source="contextual stochastic block model (generated, seeded)",
             note="edges: expected count with the default options",
             generate=csbm,
+            feature_range=_csbm_range,
             generator_options=(
                 "num_nodes",
                 "num_classes",
@@ -485,6 +510,7 @@ def _register_synthetic() -> None:
             source="Barabási-Albert graph (generated, seeded, linear time)",
             note="placeholder x = ones([n, 1]) and y = 0; edges: upper bound with defaults",
             generate=barabasi_albert,
+            feature_range=(0.0, 1.0, "constant placeholder feature 1"),
             generator_options=("num_nodes", "m"),
         )
     )

@@ -300,13 +300,16 @@ class RunResult(_Model):
 
     ``metrics``: numbers such as ``test_accuracy``, ``val_accuracy`` (fractions, not
     percent). ``privacy``: ``PrivacyReport.to_dict()`` (opaque JSON here). ``timing``:
-    seconds (``total``, ``fit``, ...). ``info``: anything else that is JSON data.
+    seconds (``total``, ``fit``, ...). ``info``: other JSON data computed from released or
+    public data. ``diagnostics``: evaluation-only values computed from private data (never
+    part of a release; stored apart and labelled as such).
     """
 
     metrics: dict[str, float]
     privacy: dict[str, Any] = Field(default_factory=dict)
     timing: dict[str, float] = Field(default_factory=dict)
     info: dict[str, Any] = Field(default_factory=dict)
+    diagnostics: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("metrics", mode="before")
     @classmethod
@@ -318,7 +321,7 @@ class RunResult(_Model):
     def _timing(cls, v: Any) -> Any:
         return _float_map(v, "timing")
 
-    @field_validator("privacy", "info", mode="before")
+    @field_validator("privacy", "info", "diagnostics", mode="before")
     @classmethod
     def _json(cls, v: Any) -> Any:
         if v is None:

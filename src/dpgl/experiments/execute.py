@@ -1,24 +1,31 @@
-"""Execute one run: load the dataset, validate the method's parameters, run the method
-with a fresh accountant, and return metrics + privacy report + timing."""
+"""Execute one run: load the dataset, validate the method's parameters, run the method with a
+fresh accountant *activated* (every randomizer charges it when it draws), check the privacy
+report against the request, and return metrics + privacy report + timing."""
 
 from __future__ import annotations
 
 import functools
+import math
 import time
 from pathlib import Path
 from typing import Any
 
 from dpgl import __version__
 from dpgl.datasets import dataset_kind, load_dataset
-from dpgl.errors import ConfigError
+from dpgl.errors import ConfigError, PrivacyError
 from dpgl.experiments.config import RunConfig, RunResult
 from dpgl.methods.base import Method, RunContext, check_task, get_method
 from dpgl.methods.params import DataParams, Params
 from dpgl.nn.models import canonical_model_name
-from dpgl.privacy import Accountant
+from dpgl.privacy import Accountant, PrivacyReport, Unit
 from dpgl.rng import make_rng
 
+__all__ = ["check_report", "execute_run", "validate_config"]
+
 _DATA_FIELDS = tuple(DataParams.model_fields)
+#: Tolerance for comparing a report's epsilon with the requested budget (float round trips
+#: such as eps -> flip probability -> eps).
+_RTOL = 1e-9
 
 
 @functools.lru_cache(maxsize=8)
@@ -29,6 +36,26 @@ def _cached_dataset(name: str, data_dir: str | None, options: tuple[tuple[str, A
 def validate_config(config: RunConfig) -> None:
     """Check names and parameters without running anything (ConfigError on problems)."""
     _resolve(config)
+
+
+def _check_data_params(method: Method, params: Params) -> None:
+    """Refuse dataset preprocessing that reads the private data of a protected unit before
+    the users randomize (it would make every user's input depend on the others' data)."""
+    units = set(method.budgets) if method.takes_epsilon(params) else set()
+    if not units or not isinstance(params, DataParams):
+        return
+    if params.normalize_features and units & {Unit.FEATURE_LDP, Unit.NODE_DP,
+                                              Unit.BOUNDED_NODE_DP}:
+        raise ConfigError(
+            f"method {method.name!r}: normalize_features=true min-max scales every feature "
+            "over all users, so each user's input would depend on the others' features; "
+            "under feature-LDP/node-DP use the dataset's public feature range (or "
+            "feature_low/feature_high)")
+    if params.features == "one-hot-degree" and units & {Unit.EDGE_LDP, Unit.NODE_DP,
+                                                        Unit.BOUNDED_NODE_DP}:
+        raise ConfigError(
+            f"method {method.name!r}: features='one-hot-degree' computes features from the "
+            "true edges, which this method protects; use features='raw'")
 
 
 def _resolve(config: RunConfig) -> tuple[Method, Params]:
@@ -42,11 +69,70 @@ def _resolve(config: RunConfig) -> tuple[Method, Params]:
         )
     if config.task == "node":
         canonical_model_name(config.model)
-    if method.private and config.epsilon is None:
+    params = method.params_model(config.task).parse(dict(config.params), config.method)
+    takes = method.takes_epsilon(params)
+    if takes and config.epsilon is None:
         raise ConfigError(f"method {config.method!r} is private: give an epsilon (--epsilon E)")
-    if not method.private and config.epsilon is not None:
-        raise ConfigError(f"method {config.method!r} is non-private: it takes no epsilon")
-    return method, method.params_model(config.task).parse(dict(config.params), config.method)
+    if not takes and config.epsilon is not None:
+        hint = "" if not method.private else " with these parameters"
+        raise ConfigError(f"method {config.method!r} is non-private{hint}: it takes no epsilon")
+    _check_data_params(method, params)
+    return method, params
+
+
+def _budget(method: Method, params: Params, epsilon: float | None, param: str
+            ) -> float | None:
+    return epsilon if param == "epsilon" else getattr(params, param, None)
+
+
+def check_report(method: Method, params: Params, epsilon: float | None,
+                 report: PrivacyReport) -> None:
+    """The runner's check of a finished run's privacy report against the request.
+
+    Every run must record something (a non-private run records what it used as is). For a
+    run that takes ``--epsilon``: the method's protected unit must be charged, every unit with
+    a finite total must be one the method declares a budget for (:attr:`Method.budgets`), and
+    no total may exceed its budget (``--epsilon`` or the named parameter). A unit whose total
+    is "no privacy" fails too, unless the run's parameters chose that
+    (:meth:`Method.unprotected_by_choice`). Raises :class:`PrivacyError`.
+    """
+    name = method.name
+    if report.empty:
+        raise PrivacyError(f"method {name!r} recorded no privacy part: every run must state "
+                           "what it released or used as is")
+    if not method.takes_epsilon(params):
+        return
+    unit = method.unit
+    if unit is None or unit not in report.totals:
+        raise PrivacyError(f"method {name!r} is private but charged nothing for the unit it "
+                           f"protects ({unit.value if unit else 'none declared'})")
+    chosen = method.unprotected_by_choice(params)
+    for u, g in report.totals.items():
+        param = method.budgets.get(u)
+        if math.isinf(g.epsilon):
+            if param is not None and _budget(method, params, epsilon, param) is not None \
+                    and u not in chosen:
+                raise PrivacyError(f"method {name!r}: its report says NO PRIVACY for {u.value}, "
+                                   f"which it protects with {param}")
+            continue
+        if param is None:
+            raise PrivacyError(f"method {name!r} charged {u.value} ({g}) but declares no budget "
+                               "for that unit")
+        budget = _budget(method, params, epsilon, param)
+        if budget is None:
+            raise PrivacyError(f"method {name!r} charged {u.value} ({g}) but {param} is not set")
+        if g.epsilon > budget * (1.0 + _RTOL) + 1e-12:
+            raise PrivacyError(f"method {name!r} spent {u.value} epsilon {g.epsilon:.6g}, more "
+                               f"than its budget {param}={budget:g}")
+        delta_param = method.deltas.get(u)
+        if g.delta > 0:
+            allowed = getattr(params, delta_param, None) if delta_param else None
+            if allowed is None:
+                raise PrivacyError(f"method {name!r} spent {u.value} delta {g.delta:.3g} but "
+                                   "declares no delta budget")
+            if g.delta > float(allowed) * (1.0 + _RTOL):
+                raise PrivacyError(f"method {name!r} spent {u.value} delta {g.delta:.3g}, more "
+                                   f"than {delta_param}={allowed:g}")
 
 
 def execute_run(config: RunConfig, *, data_dir: str | Path | None = None) -> RunResult:
@@ -67,9 +153,11 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None) -> Run
         rng=make_rng(config.seed),
         accountant=accountant,
     )
-    out = method.fit(ctx)
+    with accountant.active():
+        out = method.fit(ctx)
     end = time.perf_counter()
     report = accountant.report()
+    check_report(method, params, config.epsilon, report)
     info = dict(out.info)
     info["dpgl_version"] = __version__
     return RunResult(
@@ -77,4 +165,5 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None) -> Run
         privacy=report.to_dict(),
         timing={"total": end - start, "load": loaded - start, "fit": end - loaded},
         info=info,
+        diagnostics=dict(out.diagnostics),
     )

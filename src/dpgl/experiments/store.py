@@ -26,13 +26,15 @@ import dpgl
 from dpgl.errors import ConfigError
 from dpgl.experiments.config import RunConfig, RunResult, canonical_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _COLUMNS = (
     "key", "hparam_key", "grid", "task", "dataset", "method", "model", "epsilon", "seed",
     "config_json", "metrics_json", "privacy_json", "timing_json", "info_json", "created_at",
-    "dpgl_version",
+    "dpgl_version", "diagnostics_json",
 )
+#: Columns of a version-1 store (before evaluation-only diagnostics were stored apart).
+_COLUMNS_V1 = _COLUMNS[:-1]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -51,7 +53,8 @@ CREATE TABLE IF NOT EXISTS runs (
     timing_json  TEXT NOT NULL,
     info_json    TEXT NOT NULL,
     created_at   TEXT NOT NULL,
-    dpgl_version TEXT NOT NULL
+    dpgl_version TEXT NOT NULL,
+    diagnostics_json TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS runs_group ON runs (dataset, model, method, epsilon, hparam_key);
 CREATE INDEX IF NOT EXISTS runs_grid ON runs (grid);
@@ -114,6 +117,10 @@ class RunStore:
             # statement by statement: executescript() would commit on its own
             self._conn.execute(statements[0])  # the table
             cols = [r[1] for r in self._conn.execute("PRAGMA table_info(runs)")]
+            if tuple(cols) == _COLUMNS_V1:  # version 1: add the diagnostics column
+                self._conn.execute("ALTER TABLE runs ADD COLUMN diagnostics_json TEXT NOT NULL "
+                                   "DEFAULT '{}'")
+                cols.append("diagnostics_json")
             if tuple(cols) != _COLUMNS:
                 raise ConfigError(
                     f"{str(self.path)!r} has a 'runs' table with unexpected columns "
@@ -166,7 +173,7 @@ class RunStore:
             config.method, config.model, config.epsilon, config.seed, config.to_json(),
             _dumps(result.metrics), _dumps(result.privacy), _dumps(result.timing),
             _dumps(result.info), datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            dpgl.__version__,
+            dpgl.__version__, _dumps(result.diagnostics),
         )
         conn = self._c()
         placeholders = ", ".join("?" * len(_COLUMNS))
@@ -215,7 +222,7 @@ class RunStore:
 
         Each row: key, hparam_key, grid, task, dataset, method, model, epsilon, seed,
         ``config`` (a :class:`RunConfig`), ``params``, ``metrics``, ``privacy``, ``timing``,
-        ``info`` (dicts), created_at, dpgl_version.
+        ``info``, ``diagnostics`` (dicts), created_at, dpgl_version.
         """
         where: list[str] = []
         args: list[Any] = []
@@ -256,7 +263,7 @@ def _decode(rec: dict[str, Any]) -> dict[str, Any]:
     config = RunConfig.parse(json.loads(rec["config_json"]), "stored run config")
     out["config"] = config
     out["params"] = dict(config.params)
-    for name in ("metrics", "privacy", "timing", "info"):
+    for name in ("metrics", "privacy", "timing", "info", "diagnostics"):
         out[name] = json.loads(rec[f"{name}_json"])
     return out
 

@@ -65,5 +65,12 @@ class EdgeLDPTransform(BaseTransform):
         data.num_nodes = n
         return data
 
+    def _repr_args(self) -> dict[str, Any]:
+        """Constructor arguments shown by ``repr`` (PyG style): the client randomizer's."""
+        client = getattr(self, "mechanism", None) or getattr(self, "client", None)
+        return dict(client._repr_args()) if client is not None else {}
+
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__}({self.guarantee})"
+        args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}"
+                         for k, v in self._repr_args().items())
+        return f"{self.__class__.__name__}({args})"

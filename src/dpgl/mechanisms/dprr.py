@@ -38,10 +38,19 @@ import numpy as np
 
 from dpgl.errors import ConfigError, PrivacyError, unknown_name
 from dpgl.graph.pairs import bernoulli_rows, ordered_pair_to_index, sort_pairs
-from dpgl.mechanisms._primitives import laplace_noise, rr_flip_probability, rr_keep_probability
 from dpgl.mechanisms.neighbor_list import check_neighbor_list, check_num_nodes
-from dpgl.mechanisms.rr import DirectedReports, flip_bits
-from dpgl.privacy import Guarantee, Unit, check_epsilon, check_fraction
+from dpgl.mechanisms.rr import DirectedReports, _directed_keys, both_directions, flip_bits
+from dpgl.privacy import (
+    Guarantee,
+    LaplaceMechanism,
+    RandomizedResponse,
+    Randomizer,
+    Unit,
+    check_epsilon,
+    check_fraction,
+    compose_parts,
+)
+from dpgl.privacy.randomizer import record_nonprivate
 
 __all__ = [
     "DPRR",
@@ -114,11 +123,13 @@ class DPRRReport:
     noisy_degree: float
 
 
-class DPRR:
+class DPRR(Randomizer):
     """DPRR with total budget ``epsilon`` split into eps1 (degree) + eps2 (RR).
 
     ``n_max`` is needed for the Eq. 8 allocation; when it is ``None`` the node count of the
-    graph being randomized is used (:meth:`budget`).
+    graph being randomized is used (:meth:`budget`). The two parts are randomizers
+    (:meth:`randomizers`): the Laplace degree and the bit-level RR, each charging the active
+    accountant when its noise is drawn; the guarantee is their composition.
     """
 
     def __init__(self, epsilon: float, *, n_max: int | None = None, alpha: float = 0.9,
@@ -129,6 +140,7 @@ class DPRR:
             raise unknown_name("DPRR budget allocation", allocation, ALLOCATIONS)
         self.allocation = allocation
         self.n_max = n_max
+        self.label = "neighbor lists: DPRR"
         if n_max is not None or allocation == "split":
             dprr_budget(self.epsilon, alpha=self.alpha, n_max=n_max, allocation=allocation)
 
@@ -138,58 +150,80 @@ class DPRR:
         return dprr_budget(self.epsilon, alpha=self.alpha, n_max=n_max,
                            allocation=self.allocation)
 
+    def randomizers(self, num_nodes: int | None = None
+                    ) -> tuple[LaplaceMechanism, RandomizedResponse]:
+        """The two parts for lists of ``num_nodes`` users: (Laplace degree, bit-level RR)."""
+        eps1, eps2 = self.budget(num_nodes)
+        return (LaplaceMechanism(eps1, 1.0, Unit.EDGE_LDP,
+                                 label="Laplace degree (eps1)"),
+                RandomizedResponse(eps2, Unit.EDGE_LDP,
+                                   label="RR + edge sampling (eps2)"))
+
+    def parts(self, num_nodes: int | None = None) -> dict[str, Guarantee]:  # type: ignore[override]
+        """The two composed parts: ``{"degree": eps1, "rr": eps2}``."""
+        degree, rr = self.randomizers(num_nodes)
+        return {"degree": degree.guarantee, "rr": rr.guarantee}
+
+    def guarantee_for(self, num_nodes: int | None = None) -> Guarantee:
+        """eps1 + eps2 (Laplace degree + RR, sequential composition) for ``num_nodes``."""
+        return compose_parts(self.parts(num_nodes), Unit.EDGE_LDP)
+
     @property
     def guarantee(self) -> Guarantee:
-        """eps-edge LDP = eps1 (Laplace degree) + eps2 (RR), sequential composition."""
+        """eps-edge LDP = eps1 (Laplace degree) + eps2 (RR), sequential composition. Without
+        ``n_max`` (Eq. 8 then splits per graph size) the parts are known only per graph, but
+        eps1 + eps2 = eps for every size (:func:`dprr_budget`); draws charge the parts."""
+        if self.n_max is not None or self.allocation == "split":
+            return self.guarantee_for(None)
         return Guarantee(self.epsilon, 0.0, Unit.EDGE_LDP)
-
-    def parts(self, num_nodes: int | None = None) -> dict[str, Guarantee]:
-        """The two composed parts: ``{"degree": eps1, "rr": eps2}``."""
-        eps1, eps2 = self.budget(num_nodes)
-        return {"degree": Guarantee(eps1, 0.0, Unit.EDGE_LDP),
-                "rr": Guarantee(eps2, 0.0, Unit.EDGE_LDP)}
 
     def report(self, neighbors: object, num_nodes: int, index: int,
                rng: np.random.Generator) -> DPRRReport:
         """What user ``index`` runs: noisy degree, RR with eps2, edge sampling with q_i."""
         n = check_num_nodes(num_nodes)
         nb = check_neighbor_list(neighbors, n, index)
-        eps1, eps2 = self.budget(n)
-        p = rr_keep_probability(eps2)
-        noisy = float(nb.size + laplace_noise(eps1, None, rng))
+        degree_mech, rr = self.randomizers(n)
+        noisy = float(degree_mech.randomize(np.array(float(nb.size)), rng))
+        degree_mech.charge()
         pos = nb - (nb > index)
-        rr = flip_bits(pos, n - 1, rr_flip_probability(eps2), rng)
-        q = float(dprr_sampling_probability(noisy, n, p))
-        kept = rr[rng.random(rr.size) < q]
+        flipped = flip_bits(pos, n - 1, rr.flip_probability, rng)
+        rr.charge()
+        q = float(dprr_sampling_probability(noisy, n, rr.keep_probability))
+        kept = flipped[rng.random(flipped.size) < q]
         return DPRRReport(kept + (kept >= index), noisy)
 
-    def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int, rng: np.random.Generator,
-                 private_mask: np.ndarray | None = None) -> tuple[DirectedReports, np.ndarray]:
-        """All users' DPRR reports for the undirected graph (u, v), u < v.
+    def simulate_lists(self, src: np.ndarray, dst: np.ndarray, num_nodes: int,
+                       rng: np.random.Generator, private_mask: np.ndarray | None = None
+                       ) -> tuple[DirectedReports, np.ndarray]:
+        """All users' DPRR reports for the directed true lists (user ``src[k]`` has neighbor
+        ``dst[k]``).
 
         Returns the directed reports and the noisy degrees (true degrees for users with
-        ``private_mask[i] == False``, who send their true neighbor list).
+        ``private_mask[i] == False``, who send their true neighbor list; recorded as
+        non-private).
         """
         n = check_num_nodes(num_nodes)
-        eps1, eps2 = self.budget(n)
-        p = rr_keep_probability(eps2)
+        degree_mech, rr = self.randomizers(n)
+        p = rr.keep_probability
         if private_mask is None:
             private = np.ones(n, dtype=bool)
         else:
             private = np.asarray(private_mask)
             if private.dtype != bool or private.shape != (n,):
                 raise ConfigError(f"private_mask must be a boolean array of shape ({n},)")
-        src = np.concatenate([u, v]).astype(np.int64)
-        dst = np.concatenate([v, u]).astype(np.int64)
+        true_keys = _directed_keys(src, dst, n)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
         degree = np.bincount(src, minlength=n).astype(np.float64)
-        noisy = degree + laplace_noise(eps1, n, rng)
+        noisy = degree_mech.randomize(degree, rng)
+        degree_mech.charge()
         noisy = np.where(private, noisy, degree)
         q = np.where(private, dprr_sampling_probability(noisy, n, p), 0.0)
         # Non-neighbors: Bernoulli((1 - p) q_i) over the n - 1 bit positions of row i.
-        rows, pos = bernoulli_rows(rr_flip_probability(eps2) * q,
+        rows, pos = bernoulli_rows(rr.flip_probability * q,
                                    np.full(n, n - 1, dtype=np.int64), rng, sort=False)
+        rr.charge()
         cols = pos + (pos >= rows)
-        true_keys = np.sort(ordered_pair_to_index(src, dst, n))
         keys = ordered_pair_to_index(rows, cols, n)
         if true_keys.size and keys.size:
             idx = np.minimum(np.searchsorted(true_keys, keys), true_keys.size - 1)
@@ -198,6 +232,21 @@ class DPRR:
         # Neighbors: kept with probability p q_i (private) or 1 (non-private).
         keep_prob = np.where(private, p * q, 1.0)[src]
         kept = rng.random(src.size) < keep_prob
+        if not private.all():
+            record_nonprivate("non-private users' neighbor lists",
+                              f"{int((~private).sum())} of {n} users send their true lists "
+                              "(DPRR's customized setting): they have no privacy",
+                              Unit.EDGE_LDP)
         user, neighbor, _ = sort_pairs(np.concatenate([rows, src[kept]]),
                                        np.concatenate([cols, dst[kept]]), n)
         return DirectedReports(user, neighbor, n), noisy
+
+    def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int, rng: np.random.Generator,
+                 private_mask: np.ndarray | None = None) -> tuple[DirectedReports, np.ndarray]:
+        """All users' DPRR reports for the undirected graph (u, v), u < v (see
+        :meth:`simulate_lists`)."""
+        return self.simulate_lists(*both_directions(u, v), num_nodes, rng, private_mask)
+
+    def _repr_args(self) -> dict[str, object]:
+        return {"epsilon": self.epsilon, "n_max": self.n_max, "alpha": self.alpha,
+                "allocation": self.allocation}

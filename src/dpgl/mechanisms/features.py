@@ -1,26 +1,32 @@
 """Client-side feature collection under feature-LDP (LPGNN, Sajadmanesh & Gatica-Perez, CCS
 2021, Sec. 4.1; Solitude, Lin et al. TIFS 2022, Sec. IV-A).
 
-Every user holds a feature vector x_v in [alpha, beta]^d and sends one randomized report; the
-server keeps the rectified (unbiased) estimate. Mechanisms (all eps-feature-LDP for the whole
-vector):
+Every user holds a feature vector x_v and sends one randomized report; the server keeps the
+rectified (unbiased) estimate. The range [low, high] the mechanisms need is **public and
+data-independent** (:class:`FeatureRange`): [0, 1] for binary or per-node normalized features,
+declared bounds for continuous ones. A user clips her own vector into it (the count of clipped
+values is an evaluation-only diagnostic); nothing computed from other users' data (no global
+min or max) reaches her randomizer. LPGNN Sec. 3/5 and Solitude's theorem assume exactly such
+a public range [alpha, beta].
+
+Mechanisms (all eps-feature-LDP for the whole vector):
 
 * ``"multibit"``: LPGNN's multi-bit encoder (Alg. 1) + rectifier (Eq. 4), m = m* (Eq. 6).
 * ``"1bit"``: the 1-bit mechanism on every dimension with eps/d (LPGNN's 1BM baseline).
 * ``"gaussian"``: the analytic Gaussian mechanism (Balle & Wang 2018), (eps, delta)-LDP with
-  L2 sensitivity sqrt(d) (beta - alpha) (any two vectors in the box differ by at most that).
-* ``"laplace"``: the Laplace mechanism with L1 sensitivity d (beta - alpha).
+  L2 sensitivity sqrt(d) (high - low) (any two vectors in the box differ by at most that).
+* ``"laplace"``: the Laplace mechanism with L1 sensitivity d (high - low).
 
-Reports are generated once per user and reused: asking the same user (or the same feature
-matrix) again returns the same report, so repeated queries never average the noise away.
-:class:`CollectFeatures` is a PyG transform that never mutates its input.
+One report per user: :class:`CollectFeatures` draws a user's report once and keeps it, so asking
+again (for the same user, or the whole matrix) returns the same report and charges nothing
+more; repeated queries never average the noise away. It is a PyG transform that never mutates
+its input.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,56 +36,123 @@ from torch_geometric.transforms import BaseTransform
 
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.privacy import (
-    ClippingWarning,
     GaussianMechanism,
     Guarantee,
     LaplaceMechanism,
     MultiBit,
     OneBit,
+    Randomizer,
     Unit,
     check_epsilon,
 )
 from dpgl.rng import SeedLike, make_rng
 
-__all__ = ["FEATURE_MECHANISMS", "CollectFeatures", "FeatureRandomizer"]
+__all__ = [
+    "FEATURE_MECHANISMS",
+    "CollectFeatures",
+    "FeatureRandomizer",
+    "FeatureRange",
+    "public_feature_range",
+]
 
 FEATURE_MECHANISMS = ("multibit", "1bit", "gaussian", "laplace")
 
 
-class FeatureRandomizer:
-    """One feature mechanism for vectors of dimension ``d`` in [alpha, beta]^d.
+@dataclass(frozen=True)
+class FeatureRange:
+    """A public, data-independent range [low, high] of every feature value, and why it is
+    public (``source``: e.g. "binary features", "declared bounds")."""
+
+    low: float
+    high: float
+    source: str = "declared bounds"
+
+    def __post_init__(self) -> None:
+        lo, hi = float(self.low), float(self.high)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ConfigError(f"a feature range needs finite low < high, got [{self.low}, "
+                              f"{self.high}]")
+        object.__setattr__(self, "low", lo)
+        object.__setattr__(self, "high", hi)
+
+    @property
+    def center(self) -> float:
+        return 0.5 * (self.low + self.high)
+
+    def clip(self, x: np.ndarray) -> tuple[np.ndarray, int]:
+        """Each user's own clipping into the range; returns (clipped, number clipped)."""
+        outside = (x < self.low) | (x > self.high)
+        count = int(outside.sum())
+        return (np.clip(x, self.low, self.high) if count else x), count
+
+    def __str__(self) -> str:
+        return f"[{self.low:g}, {self.high:g}] ({self.source})"
+
+
+def public_feature_range(data: Data, low: float | None = None, high: float | None = None
+                         ) -> FeatureRange:
+    """The public range for ``data``'s features: declared ``low``/``high`` when given (both),
+    else the dataset's own public range (``data.feature_range``, set by
+    :func:`dpgl.datasets.load_dataset` from the registry: [0, 1] for binary features, declared
+    generator bounds for synthetic ones). Refuses a dataset without one: a range computed from
+    the users' data would leak about every user into every report."""
+    if (low is None) != (high is None):
+        raise ConfigError("declare both feature_low and feature_high, or neither")
+    if low is not None and high is not None:
+        return FeatureRange(low, high, "declared bounds (feature_low/feature_high)")
+    declared = getattr(data, "feature_range", None)
+    if declared is None:
+        name = getattr(data, "name", "this dataset")
+        raise ConfigError(
+            f"{name} has no public feature range (and normalize_features computes one from all "
+            "users' data, which feature-LDP forbids); declare feature_low and feature_high")
+    lo, hi, why = declared
+    return FeatureRange(lo, hi, str(why))
+
+
+class FeatureRandomizer(Randomizer):
+    """One feature mechanism for vectors of dimension ``d`` in the public ``feature_range``.
 
     :meth:`privatize` maps the true (n, d) matrix to the server's unbiased estimate; every row
-    is one user's independent report. :attr:`guarantee` is the per-user feature-LDP guarantee.
+    is one user's independent report, each user clipping her own vector into the range. It
+    charges the active accountant once per call (one report from each user of the call).
     """
 
     def __init__(self, epsilon: float, d: int, mechanism: str = "multibit", *,
-                 alpha: float = 0.0, beta: float = 1.0, m: int | str = "best",
+                 feature_range: FeatureRange | None = None, m: int | str = "best",
                  delta: float = 1e-4) -> None:
         if mechanism not in FEATURE_MECHANISMS:
             raise unknown_name("feature mechanism", mechanism, FEATURE_MECHANISMS)
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
             raise ConfigError(f"the feature dimension d must be an integer >= 1, got {d!r}")
-        if not (math.isfinite(alpha) and math.isfinite(beta) and alpha < beta):
-            raise ConfigError(f"the feature range needs finite alpha < beta, got [{alpha}, {beta}]")
+        rng_ = feature_range or FeatureRange(0.0, 1.0, "default [0, 1]")
+        if not isinstance(rng_, FeatureRange):
+            raise ConfigError("feature_range must be a FeatureRange")
+        self.range = rng_
         self.epsilon = check_epsilon(epsilon)
         self.d, self.mechanism = int(d), mechanism
-        self.alpha, self.beta = float(alpha), float(beta)
-        span = self.beta - self.alpha
+        self.label = "features"
+        span = rng_.high - rng_.low
+        lo, hi = rng_.low, rng_.high
         self._impl: Any
         if mechanism == "multibit":
-            self._impl = MultiBit(self.epsilon, alpha=alpha, beta=beta, m=m, unit=Unit.FEATURE_LDP)
+            self._impl = MultiBit(self.epsilon, alpha=lo, beta=hi, m=m, unit=Unit.FEATURE_LDP,
+                                  label="features")
         elif mechanism == "1bit":
-            self._impl = OneBit(self.epsilon, alpha=alpha, beta=beta, unit=Unit.FEATURE_LDP)
+            self._impl = OneBit(self.epsilon, alpha=lo, beta=hi, unit=Unit.FEATURE_LDP,
+                                label="features")
         elif mechanism == "gaussian":
             self._impl = GaussianMechanism(self.epsilon, delta, math.sqrt(self.d) * span,
-                                           calibration="analytic", unit=Unit.FEATURE_LDP)
+                                           calibration="analytic", unit=Unit.FEATURE_LDP,
+                                           label="features")
         else:
-            self._impl = LaplaceMechanism(self.epsilon, self.d * span, unit=Unit.FEATURE_LDP)
+            self._impl = LaplaceMechanism(self.epsilon, self.d * span, unit=Unit.FEATURE_LDP,
+                                          label="features")
 
     @property
     def guarantee(self) -> Guarantee:
-        """The per-user guarantee (pure eps, or (eps, delta) for the Gaussian mechanism)."""
+        """The per-user guarantee (pure eps, or (eps, delta) for the Gaussian mechanism) of the
+        mechanism that draws."""
         return self._impl.guarantee
 
     @property
@@ -91,88 +164,124 @@ class FeatureRandomizer:
 
     def describe(self) -> str:
         if self.mechanism == "multibit":
-            return f"multi-bit (LPGNN Alg. 1 + Eq. 4), m={self.m}"
-        if self.mechanism == "1bit":
-            return "1-bit per dimension with eps/d (LPGNN 1BM)"
-        if self.mechanism == "gaussian":
-            return f"analytic Gaussian, sigma={self._impl.sigma:.4g}"
-        return f"Laplace, scale={self._impl.scale:.4g}"
+            text = f"multi-bit (LPGNN Alg. 1 + Eq. 4), m={self.m}"
+        elif self.mechanism == "1bit":
+            text = "1-bit per dimension with eps/d (LPGNN 1BM)"
+        elif self.mechanism == "gaussian":
+            text = f"analytic Gaussian, sigma={self._impl.sigma:.4g}"
+        else:
+            text = f"Laplace, scale={self._impl.scale:.4g}"
+        return f"{text}, range {self.range}"
 
-    def privatize(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The server's estimate of every row of ``x`` (n, d): one report per row."""
+    def client_inputs(self, x: np.ndarray) -> tuple[np.ndarray, int]:
+        """What each user's encoder receives: her own row clipped into the public range
+        (row-wise; no other user's data is read). Returns (inputs, number of clipped values)."""
         x = np.asarray(x, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.d:
             raise ConfigError(f"features must have shape (n, {self.d}), got {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise ConfigError("features must be finite (no NaN or inf)")
+        return self.range.clip(x)
+
+    def privatize(self, x: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+        """The server's estimate of every row of ``x`` (n, d), one report per row, and the
+        number of values the users clipped (an evaluation-only diagnostic)."""
+        inputs, clipped = self.client_inputs(x)
         if self.mechanism in ("multibit", "1bit"):
-            return self._impl.privatize(x, rng)
-        outside = (x < self.alpha) | (x > self.beta)
-        if np.any(outside):  # the sensitivity assumes the box; clip like the multi-bit path
-            warnings.warn(f"{int(outside.sum())} feature value(s) outside [alpha, beta] were "
-                          "clipped", ClippingWarning, stacklevel=2)
-            x = np.clip(x, self.alpha, self.beta)
-        return self._impl.randomize(x, rng)
+            out = self._impl.rectify(self._impl.randomize(inputs, rng))
+        else:
+            out = self._impl.randomize(inputs, rng)
+        self.charge(name="features")
+        return out, clipped
 
-
-def _fingerprint(x: torch.Tensor) -> str:
-    arr = np.ascontiguousarray(x.detach().cpu().numpy())
-    h = hashlib.blake2b(arr.tobytes(), digest_size=16)
-    h.update(repr((arr.shape, arr.dtype.str)).encode())
-    return h.hexdigest()
+    def _repr_args(self) -> dict[str, object]:
+        return {"epsilon": self.epsilon, "d": self.d, "mechanism": self.mechanism,
+                "range": str(self.range)}
 
 
 class CollectFeatures(BaseTransform):
-    """PyG transform: every user sends a feature report; returns a *new* ``Data`` whose ``x``
-    is the server's rectified estimate (float32). The input is never mutated.
+    """PyG transform: every user sends one feature report; returns a *new* ``Data`` whose
+    ``x`` is the server's rectified estimate (float32). The input is never mutated.
 
-    Reports are generated once and cached: calling the transform again on the same feature
-    matrix returns the identical reports, and :meth:`user_report` returns a user's cached
-    report. ``seed`` is an int, a generator, or None with ``secure=True``.
+    Each user's report is drawn once and kept (:meth:`user_report` and the transform share one
+    store keyed by user index), so a user never sends two independent reports. ``seed`` is an
+    int, a generator, or None with ``secure=True``. ``clipped`` counts the values users clipped
+    into the range (an evaluation-only diagnostic computed from raw data).
     """
 
-    def __init__(self, epsilon: float, mechanism: str = "multibit", *, alpha: float = 0.0,
-                 beta: float = 1.0, m: int | str = "best", delta: float = 1e-4,
-                 seed: SeedLike = None, secure: bool = False) -> None:
+    def __init__(self, epsilon: float, mechanism: str = "multibit", *,
+                 feature_range: FeatureRange | None = None, m: int | str = "best",
+                 delta: float = 1e-4, seed: SeedLike = None, secure: bool = False) -> None:
         if mechanism not in FEATURE_MECHANISMS:
             raise unknown_name("feature mechanism", mechanism, FEATURE_MECHANISMS)
         self.epsilon = check_epsilon(epsilon)
         self.mechanism = mechanism
-        self.alpha, self.beta, self.m, self.delta = alpha, beta, m, delta
+        self.feature_range = feature_range or FeatureRange(0.0, 1.0, "default [0, 1]")
+        self.m, self.delta = m, delta
         self.rng = make_rng(seed, secure=secure)
-        self._reports: dict[str, torch.Tensor] = {}
-        self._user_reports: dict[int, np.ndarray] = {}
+        self._store = np.zeros((0, 0), dtype=np.float32)   # row u: user u's report
+        self._has = np.zeros(0, dtype=bool)
+        self.clipped = 0
         self.randomizer: FeatureRandomizer | None = None
 
     def randomizer_for(self, d: int) -> FeatureRandomizer:
-        if self.randomizer is None or self.randomizer.d != d:
+        if self.randomizer is None:
             self.randomizer = FeatureRandomizer(self.epsilon, d, self.mechanism,
-                                                alpha=self.alpha, beta=self.beta, m=self.m,
+                                                feature_range=self.feature_range, m=self.m,
                                                 delta=self.delta)
+        elif self.randomizer.d != d:
+            raise ConfigError(f"this collector holds reports of dimension {self.randomizer.d}; "
+                              f"got features of dimension {d}")
         return self.randomizer
 
     def guarantee(self, d: int) -> Guarantee:
         """The per-user feature-LDP guarantee for dimension ``d``."""
         return self.randomizer_for(d).guarantee
 
+    def _reserve(self, n: int, d: int) -> None:
+        if self._store.shape[0] < n or self._store.shape[1] != d:
+            store = np.zeros((n, d), dtype=np.float32)
+            has = np.zeros(n, dtype=bool)
+            k = min(self._has.size, n)
+            if self._store.shape[1] == d:
+                store[:k] = self._store[:k]
+                has[:k] = self._has[:k]
+            self._store, self._has = store, has
+
+    def _draw(self, users: np.ndarray, rows: np.ndarray) -> None:
+        d = int(rows.shape[1])
+        rand = self.randomizer_for(d)
+        self._reserve(int(users.max()) + 1, d)
+        est, clipped = rand.privatize(rows, self.rng)
+        self.clipped += clipped
+        self._store[users] = est
+        self._has[users] = True
+
     def user_report(self, user: int, x: object) -> np.ndarray:
-        """What user ``user`` sends (rectified), generated on first request and reused."""
-        if user not in self._user_reports:
+        """What user ``user`` sends (rectified), drawn on first request and kept."""
+        u = int(user)
+        if u < 0:
+            raise ConfigError(f"user index must be >= 0, got {user!r}")
+        if u >= self._has.size or not self._has[u]:
             xv = np.asarray(x, dtype=np.float64)
             if xv.ndim != 1:
                 raise ConfigError(f"a user's feature vector must be 1-d, got shape {xv.shape}")
-            rand = self.randomizer_for(xv.shape[0])
-            self._user_reports[user] = rand.privatize(xv[None, :], self.rng)[0]
-        return self._user_reports[user]
+            self._draw(np.array([u]), xv[None, :])
+        return self._store[u].astype(np.float64)
 
     def forward(self, data: Data) -> Data:
         if getattr(data, "x", None) is None:
             raise ConfigError("CollectFeatures: the graph has no node features")
-        key = _fingerprint(data.x)
-        if key not in self._reports:
-            rand = self.randomizer_for(int(data.x.size(1)))
-            est = rand.privatize(data.x.detach().cpu().numpy(), self.rng)
-            self._reports[key] = torch.from_numpy(est.astype(np.float32))
-        data.x = self._reports[key]
+        x = data.x.detach().cpu().numpy()
+        n, d = int(x.shape[0]), int(x.shape[1])
+        self.randomizer_for(d)
+        self._reserve(n, d)
+        missing = np.flatnonzero(~self._has[:n])
+        if missing.size:
+            self._draw(missing, x[missing])
+        data.x = torch.from_numpy(self._store[:n].copy())
         return data
 
     def __repr__(self) -> str:
-        return f"CollectFeatures(epsilon={self.epsilon:g}, mechanism={self.mechanism!r})"
+        return (f"CollectFeatures(epsilon={self.epsilon:g}, mechanism={self.mechanism!r}, "
+                f"range={self.feature_range})")

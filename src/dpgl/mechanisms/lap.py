@@ -2,7 +2,9 @@
 
 User i sends a_ij = A_ij + Lap(1 / eps2) for every j != i (the L1 sensitivity of her bit
 vector under edge LDP is 1, so this is eps2-edge LDP; Laplace mechanism, Dwork et al. 2006)
-and, in the LocalLap variant, a noisy degree d_i + Lap(1 / eps1) (sensitivity 1):
+and, in the LocalLap variant, a noisy degree d_i + Z, Z discrete Laplace with rate eps1
+(sensitivity 1; the exact integer sampler, so the released integer is safe from
+floating-point attacks). Each part charges the active accountant when it is drawn:
 
 * ``variant="locallap"`` (DPRR's LocalLap baseline): eps1 = ``degree_fraction`` * eps
   (1/10 by default), eps2 = eps - eps1; the server keeps T = round(sum_i d~_i / 2) pairs.
@@ -40,9 +42,18 @@ import numpy as np
 
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.graph.pairs import num_pairs, pair_to_index, sample_distinct_excluding
-from dpgl.mechanisms._primitives import laplace_noise
 from dpgl.mechanisms.neighbor_list import check_neighbor_list, check_num_nodes
-from dpgl.privacy import Guarantee, Unit, check_epsilon, check_fraction
+from dpgl.mechanisms.rr import _directed_keys, both_directions
+from dpgl.privacy import (
+    DiscreteLaplace,
+    Guarantee,
+    LaplaceMechanism,
+    Randomizer,
+    Unit,
+    check_epsilon,
+    check_fraction,
+    compose_parts,
+)
 
 __all__ = [
     "LapCandidates",
@@ -130,11 +141,15 @@ class LapReport:
     """One user's report: noisy bits (length n, own entry 0) and noisy degree (or None)."""
 
     values: np.ndarray
-    noisy_degree: float | None
+    noisy_degree: int | None
 
 
-class LocalLap:
-    """Laplace noise on every bit (+ a noisy degree for ``variant="locallap"``)."""
+class LocalLap(Randomizer):
+    """Laplace noise on every bit (+ a noisy degree for ``variant="locallap"``).
+
+    Parts (randomizers that charge when they draw): :attr:`bits` (Laplace, eps2, L1
+    sensitivity 1) and, for ``locallap``, :attr:`degree` (discrete Laplace, eps1).
+    """
 
     def __init__(self, epsilon: float, *, variant: str = "locallap",
                  degree_fraction: float = 0.1) -> None:
@@ -147,61 +162,92 @@ class LocalLap:
                                                   low_open=True, high_open=True)
         else:
             self.degree_fraction = 0.0
+        self.label = f"neighbor lists: {variant}"
+        self.bits = LaplaceMechanism(self.epsilon - self.degree_fraction * self.epsilon, 1.0,
+                                     Unit.EDGE_LDP, label="Laplace bits (eps2)")
+        self.degree: DiscreteLaplace | None = None
+        if variant == "locallap":
+            self.degree = DiscreteLaplace(self.degree_fraction * self.epsilon, 1, Unit.EDGE_LDP,
+                                          label="noisy degree (eps1)")
 
     @property
     def eps1(self) -> float:
         """Budget of the noisy degree (0 for ``ldpgcn``)."""
-        return self.degree_fraction * self.epsilon
+        return 0.0 if self.degree is None else self.degree.epsilon
 
     @property
     def eps2(self) -> float:
         """Budget of the noisy bits."""
-        return self.epsilon - self.eps1
+        return self.bits.epsilon
 
     @property
     def scale(self) -> float:
-        """Laplace scale b = 1 / eps2 of each bit."""
-        return 1.0 / self.eps2
+        """Laplace scale b = 1 / eps2 of each bit (the scale the draws use)."""
+        return self.bits.scale
+
+    def parts(self) -> dict[str, Guarantee]:
+        out = {"bits": self.bits.guarantee}
+        if self.degree is not None:
+            out["degree"] = self.degree.guarantee
+        return out
 
     @property
     def guarantee(self) -> Guarantee:
         """eps-edge LDP (eps2 for the bits + eps1 for the degree, sequential composition)."""
-        return Guarantee(self.epsilon, 0.0, Unit.EDGE_LDP)
-
-    @property
-    def parts(self) -> dict[str, Guarantee]:
-        out = {"bits": Guarantee(self.eps2, 0.0, Unit.EDGE_LDP)}
-        if self.eps1 > 0:
-            out["degree"] = Guarantee(self.eps1, 0.0, Unit.EDGE_LDP)
-        return out
+        return compose_parts(self.parts(), Unit.EDGE_LDP)
 
     def report(self, neighbors: object, num_nodes: int, index: int,
                rng: np.random.Generator) -> LapReport:
         """What user ``index`` sends (dense: n reals)."""
         n = check_num_nodes(num_nodes)
         nb = check_neighbor_list(neighbors, n, index)
-        values = laplace_noise(self.eps2, n, rng)
-        values[nb] += 1.0
+        truth = np.zeros(n)
+        truth[nb] = 1.0
+        values = self.bits.randomize(truth, rng)
+        self.bits.charge()
         values[index] = 0.0
         degree = None
-        if self.eps1 > 0:
-            degree = float(nb.size + laplace_noise(self.eps1, None, rng))
+        if self.degree is not None:
+            degree = int(self.degree.randomize(np.array(nb.size), rng))
+            self.degree.charge()
         return LapReport(values, degree)
 
     def candidates(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                    rng: np.random.Generator) -> LapCandidates:
-        """Sparse simulation of all users' reports (see the module docstring)."""
-        return LapCandidates(self, u, v, num_nodes, rng)
+        """Sparse simulation of all users' reports for the undirected graph (u, v)."""
+        return self.candidates_lists(*both_directions(u, v), num_nodes, rng)
+
+    def candidates_lists(self, src: np.ndarray, dst: np.ndarray, num_nodes: int,
+                         rng: np.random.Generator) -> LapCandidates:
+        """Sparse simulation of all users' reports for their directed true lists (user
+        ``src[k]`` has neighbor ``dst[k]``): pair (i, j) gets A_ij + A_ji + two Laplace draws."""
+        n = check_num_nodes(num_nodes)
+        _directed_keys(src, dst, n)
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        a, b = np.minimum(src, dst), np.maximum(src, dst)
+        keys, mult = np.unique(pair_to_index(a, b, n), return_counts=True)
+        degree = np.bincount(src, minlength=n)
+        return LapCandidates(self, keys, mult.astype(np.float64), degree, n, rng)
+
+    def _repr_args(self) -> dict[str, object]:
+        out: dict[str, object] = {"epsilon": self.epsilon, "variant": self.variant}
+        if self.degree is not None:
+            out["degree_fraction"] = self.degree_fraction
+        return out
 
 
 class LapCandidates:
     """The pair scores Z_ij = a_ij + a_ji that can matter for a top-T server, sampled lazily.
 
-    Holds every true edge's score and every non-edge score above the current ``cutoff``.
+    Holds every pair with a true entry (score A_ij + A_ji + noise) and every pair without one
+    whose score is above the current ``cutoff``. Creating it draws every user's report (the
+    lazily sampled non-edge scores are the same reports, revealed as the cutoff moves), so it
+    charges the mechanism's parts once.
     """
 
-    def __init__(self, mechanism: LocalLap, u: np.ndarray, v: np.ndarray, num_nodes: int,
-                 rng: np.random.Generator) -> None:
+    def __init__(self, mechanism: LocalLap, edge_keys: np.ndarray, multiplicity: np.ndarray,
+                 degree: np.ndarray, num_nodes: int, rng: np.random.Generator) -> None:
         n = check_num_nodes(num_nodes)
         self.mechanism = mechanism
         self.num_nodes = n
@@ -209,17 +255,20 @@ class LapCandidates:
         b = mechanism.scale
         self.b = b
         self.total_pairs = num_pairs(n)
-        self.edge_keys = np.sort(pair_to_index(u, v, n))
+        self.edge_keys = np.asarray(edge_keys, dtype=np.int64)
         m = self.edge_keys.size
-        self.edge_values = 2.0 + rng.laplace(0, b, m) + rng.laplace(0, b, m)
+        self.edge_values = np.asarray(multiplicity, dtype=np.float64) \
+            + rng.laplace(0, b, m) + rng.laplace(0, b, m)
+        mechanism.bits.charge()
         self.num_zero = self.total_pairs - m
         self.zero_keys = np.zeros(0, np.int64)
         self.zero_values = np.zeros(0)
         self.cutoff = math.inf
         self.noisy_degrees: np.ndarray | None = None
-        if mechanism.eps1 > 0:
-            degree = np.bincount(np.concatenate([u, v]), minlength=n).astype(np.float64)
-            self.noisy_degrees = degree + laplace_noise(mechanism.eps1, n, rng)
+        if mechanism.degree is not None:
+            noisy = mechanism.degree.randomize(np.asarray(degree, dtype=np.int64), rng)
+            mechanism.degree.charge()
+            self.noisy_degrees = noisy.astype(np.float64)
 
     @property
     def keys(self) -> np.ndarray:

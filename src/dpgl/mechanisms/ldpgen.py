@@ -4,9 +4,13 @@ baseline.
 
 In each of two phases the server publishes a partition of the users into k groups and user i
 sends her *degree vector* towards it, delta_i[g] = #{j in N(i) : group(j) = g}, plus
-Lap(1 / eps_phase) noise on every entry. Changing one bit of her list changes one entry by
-1 (L1 sensitivity 1), so a phase is eps_phase-edge LDP, and the two phases compose to
-eps = eps_phase1 + eps_phase2 (split in half by default, as in Blink's baseline).
+discrete Laplace noise with rate eps_phase on every entry (LDPGen uses continuous Laplace; the
+exact integer sampler releases integers that are safe from floating-point attacks). Changing
+one bit of her list changes one entry by 1 (L1 sensitivity 1), so a phase is
+eps_phase-edge LDP, and the two phases compose to eps = eps_phase1 + eps_phase2 (split in
+half by default, as in Blink's baseline). Each phase charges the active accountant when it
+is drawn. The partition of phase 2 is computed by the server from the phase-1 reports only
+(post-processing).
 The whole-graph simulation counts the vectors sparsely (a bincount over the edge list):
 O(|E| + n k).
 """
@@ -16,9 +20,17 @@ from __future__ import annotations
 import numpy as np
 
 from dpgl.errors import ConfigError
-from dpgl.mechanisms._primitives import laplace_noise
 from dpgl.mechanisms.neighbor_list import check_neighbor_list, check_num_nodes
-from dpgl.privacy import Guarantee, Unit, check_epsilon, check_fraction
+from dpgl.mechanisms.rr import _directed_keys, both_directions
+from dpgl.privacy import (
+    DiscreteLaplace,
+    Guarantee,
+    Randomizer,
+    Unit,
+    check_epsilon,
+    check_fraction,
+    compose_parts,
+)
 
 __all__ = ["LDPGenClient", "check_partition", "degree_vectors"]
 
@@ -33,45 +45,56 @@ def check_partition(partition: object, num_nodes: int, k: int) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
+def degree_vectors_lists(src: np.ndarray, dst: np.ndarray, num_nodes: int,
+                         partition: np.ndarray, k: int) -> np.ndarray:
+    """True degree vectors (n x k) of directed lists: entry [i, g] counts i's neighbors in
+    group g."""
+    flat = np.bincount(np.asarray(src, dtype=np.int64) * k
+                       + partition[np.asarray(dst, dtype=np.int64)], minlength=num_nodes * k)
+    return flat.reshape(num_nodes, k).astype(np.int64)
+
+
 def degree_vectors(u: np.ndarray, v: np.ndarray, num_nodes: int, partition: np.ndarray,
                    k: int) -> np.ndarray:
-    """True degree vectors (n x k): entry [i, g] counts i's neighbors in group g."""
-    rows = np.concatenate([u, v])
-    cols = np.concatenate([v, u])
-    flat = np.bincount(rows * k + partition[cols], minlength=num_nodes * k)
-    return flat.reshape(num_nodes, k).astype(np.float64)
+    """True degree vectors (n x k) of the undirected graph (u, v)."""
+    return degree_vectors_lists(*both_directions(u, v), num_nodes, partition, k)
 
 
-class LDPGenClient:
+class LDPGenClient(Randomizer):
     """LDPGen's two-phase randomizer with budget ``epsilon`` (``phase1_share`` to phase 1)."""
 
     def __init__(self, epsilon: float, phase1_share: float = 0.5) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.phase1_share = check_fraction(phase1_share, "phase1_share", low_open=True,
                                            high_open=True)
+        self.label = "neighbor lists: LDPGen"
+        self.phases = (
+            DiscreteLaplace(self.phase1_share * self.epsilon, 1, Unit.EDGE_LDP,
+                            label="degree vector, phase 1"),
+            DiscreteLaplace(self.epsilon - self.phase1_share * self.epsilon, 1, Unit.EDGE_LDP,
+                            label="degree vector, phase 2"),
+        )
 
     @property
     def eps1(self) -> float:
-        return self.phase1_share * self.epsilon
+        return self.phases[0].epsilon
 
     @property
     def eps2(self) -> float:
-        return self.epsilon - self.eps1
+        return self.phases[1].epsilon
+
+    def parts(self) -> dict[str, Guarantee]:
+        return {"phase1": self.phases[0].guarantee, "phase2": self.phases[1].guarantee}
 
     @property
     def guarantee(self) -> Guarantee:
-        """eps-edge LDP: two Laplace degree vectors (sensitivity 1), eps1 + eps2."""
-        return Guarantee(self.epsilon, 0.0, Unit.EDGE_LDP)
+        """eps-edge LDP: two discrete Laplace degree vectors (L1 sensitivity 1), composed."""
+        return compose_parts(self.parts(), Unit.EDGE_LDP)
 
-    @property
-    def parts(self) -> dict[str, Guarantee]:
-        return {"phase1": Guarantee(self.eps1, 0.0, Unit.EDGE_LDP),
-                "phase2": Guarantee(self.eps2, 0.0, Unit.EDGE_LDP)}
-
-    def _eps(self, phase: int) -> float:
+    def _phase(self, phase: int) -> DiscreteLaplace:
         if phase not in (1, 2):
             raise ConfigError(f"LDPGen phase must be 1 or 2, got {phase!r}")
-        return self.eps1 if phase == 1 else self.eps2
+        return self.phases[phase - 1]
 
     def report(self, neighbors: object, num_nodes: int, index: int, partition: object, k: int,
                phase: int, rng: np.random.Generator) -> np.ndarray:
@@ -79,12 +102,28 @@ class LDPGenClient:
         n = check_num_nodes(num_nodes)
         nb = check_neighbor_list(neighbors, n, index)
         part = check_partition(partition, n, k)
-        counts = np.bincount(part[nb], minlength=k).astype(np.float64)
-        return counts + laplace_noise(self._eps(phase), k, rng)
+        mech = self._phase(phase)
+        counts = np.bincount(part[nb], minlength=k)
+        out = mech.randomize(counts, rng)
+        mech.charge()
+        return out.astype(np.float64)
+
+    def simulate_lists(self, src: np.ndarray, dst: np.ndarray, num_nodes: int,
+                       partition: object, k: int, phase: int, rng: np.random.Generator
+                       ) -> np.ndarray:
+        """All users' noisy degree vectors (n x k) for their directed true lists."""
+        n = check_num_nodes(num_nodes)
+        _directed_keys(src, dst, n)
+        part = check_partition(partition, n, k)
+        mech = self._phase(phase)
+        out = mech.randomize(degree_vectors_lists(src, dst, n, part, k), rng)
+        mech.charge()
+        return out.astype(np.float64)
 
     def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int, partition: object, k: int,
                  phase: int, rng: np.random.Generator) -> np.ndarray:
         """All users' noisy degree vectors (n x k) for the undirected graph (u, v)."""
-        n = check_num_nodes(num_nodes)
-        part = check_partition(partition, n, k)
-        return degree_vectors(u, v, n, part, k) + laplace_noise(self._eps(phase), (n, k), rng)
+        return self.simulate_lists(*both_directions(u, v), num_nodes, partition, k, phase, rng)
+
+    def _repr_args(self) -> dict[str, object]:
+        return {"epsilon": self.epsilon, "phase1_share": self.phase1_share}

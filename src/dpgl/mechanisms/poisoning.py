@@ -34,10 +34,9 @@ import numpy as np
 
 from dpgl.errors import ConfigError
 from dpgl.graph.pairs import bernoulli_rows, ordered_pair_to_index, sort_pairs
-from dpgl.mechanisms._primitives import rr_keep_probability
 from dpgl.mechanisms.neighbor_list import check_num_nodes
 from dpgl.mechanisms.rr import DirectedReports
-from dpgl.privacy import check_epsilon, check_fraction
+from dpgl.privacy import RandomizedResponse, check_epsilon, check_fraction
 
 __all__ = [
     "POISON_PRESETS",
@@ -119,7 +118,7 @@ def defense_threshold(num_nodes: int, eps2: float, theta: float) -> float:
     n = check_num_nodes(num_nodes)
     e2 = check_epsilon(eps2, "eps2")
     th = check_fraction(theta, "theta", low_open=True, high_open=True)
-    mu = (n - 1) * rr_keep_probability(e2)
+    mu = (n - 1) * RandomizedResponse(e2).keep_probability
     big_l = math.log(1.0 / th)
     return mu + 0.5 * (big_l + math.sqrt(big_l * big_l + 8.0 * mu * big_l))
 

@@ -3,12 +3,15 @@
 User i holds the n - 1 bits A[i, j], j != i, and flips each independently with probability
 1 / (1 + e^eps): eps-edge LDP (Warner 1965; Qin et al. CCS 2017 Sec. 3; Blink Sec. 3.1;
 DPRR Sec. III-B). Neighbouring neighbor lists differ in one bit, and the likelihood ratio
-of one RR bit is at most e^eps.
+of one RR bit is at most e^eps. :class:`RR` charges the active accountant with the guarantee
+of the flip probability it drew with, each time it draws (:class:`dpgl.privacy.Randomizer`).
 
 Whole-graph simulation without an n x n matrix: the flips form an iid Bernoulli process over
 the n (n - 1) ordered pairs, drawn with geometric gaps (:func:`dpgl.graph.pairs.
 bernoulli_positions`); the report is the symmetric difference of the flip set and the true
-(directed) edge set. Cost O(|E| + flips), with E[flips] = n (n - 1) / (1 + e^eps).
+(directed) edge set. Cost O(|E| + flips), with E[flips] = n (n - 1) / (1 + e^eps). The
+simulation takes every user's own list (:meth:`RR.simulate_lists`, directed entries
+``(user, neighbor)``); an undirected graph is the special case of symmetric lists.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dpgl.errors import unknown_name
+from dpgl.errors import GraphError, unknown_name
 from dpgl.graph.pairs import (
     bernoulli_positions,
     index_to_ordered_pair,
@@ -26,7 +29,6 @@ from dpgl.graph.pairs import (
     ordered_pair_to_index,
 )
 from dpgl.graph.symmetrize import POLICIES, symmetrize_pairs
-from dpgl.mechanisms._primitives import rr_flip_probability, rr_keep_probability
 from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.neighbor_list import (
     check_neighbor_list,
@@ -34,10 +36,10 @@ from dpgl.mechanisms.neighbor_list import (
     edge_index_from_directed,
     edge_index_from_pairs,
 )
-from dpgl.privacy import Guarantee, Unit, check_epsilon
+from dpgl.privacy import Guarantee, RandomizedResponse, Randomizer, Unit
 from dpgl.rng import SeedLike
 
-__all__ = ["RR", "DirectedReports", "RRTransform", "flip_bits", "xor_sorted"]
+__all__ = ["RR", "DirectedReports", "RRTransform", "both_directions", "flip_bits", "xor_sorted"]
 
 
 @dataclass(frozen=True)
@@ -98,27 +100,56 @@ def flip_bits(true_positions: np.ndarray, length: int, flip_probability: float,
     return xor_sorted(flips, np.asarray(true_positions, dtype=np.int64))
 
 
-class RR:
+def _directed_keys(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
+    """Sorted ordered-pair keys of directed true entries (user src[k] has neighbor dst[k]);
+    refuses self-loops and duplicates (one user's list holds each neighbor once)."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if src.shape != dst.shape or src.ndim != 1:
+        raise GraphError("directed lists need two 1-d arrays (users, neighbors) of one length")
+    if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= n):
+        raise GraphError(f"node ids must lie in [0, {n - 1}]")
+    if np.any(src == dst):
+        raise GraphError("a neighbor list contains the user itself (self-loop)")
+    keys = np.sort(ordered_pair_to_index(src, dst, n))
+    if keys.size and np.any(keys[1:] == keys[:-1]):
+        raise GraphError("a neighbor list has duplicate ids")
+    return keys
+
+
+def both_directions(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The directed lists (user, neighbor) of an undirected graph with pairs (u, v)."""
+    return (np.concatenate([u, v]).astype(np.int64), np.concatenate([v, u]).astype(np.int64))
+
+
+class RR(Randomizer):
     """Warner's RR on all n - 1 bits of a neighbor list; eps-edge LDP.
 
-    ``keep_probability`` p = e^eps / (1 + e^eps).
+    ``keep_probability`` p = e^eps / (1 + e^eps); the bit-level mechanism is
+    :attr:`bit` (:class:`dpgl.privacy.RandomizedResponse`), whose flip probability every draw
+    uses and whose guarantee every draw charges.
     """
 
-    def __init__(self, epsilon: float) -> None:
-        self.epsilon = check_epsilon(epsilon)
+    def __init__(self, epsilon: float, *, label: str = "Warner RR") -> None:
+        self.bit = RandomizedResponse(epsilon, Unit.EDGE_LDP, label=label)
+        self.label = label
+
+    @property
+    def epsilon(self) -> float:
+        return self.bit.epsilon
 
     @property
     def guarantee(self) -> Guarantee:
         """eps-edge LDP: each bit is one Warner RR with likelihood ratio <= e^eps."""
-        return Guarantee(self.epsilon, 0.0, Unit.EDGE_LDP)
+        return self.bit.guarantee
 
     @property
     def keep_probability(self) -> float:
-        return rr_keep_probability(self.epsilon)
+        return self.bit.keep_probability
 
     @property
     def flip_probability(self) -> float:
-        return rr_flip_probability(self.epsilon)
+        return self.bit.flip_probability
 
     def report(self, neighbors: object, num_nodes: int, index: int,
                rng: np.random.Generator) -> np.ndarray:
@@ -127,27 +158,35 @@ class RR:
         nb = check_neighbor_list(neighbors, n, index)
         # Bit position b <-> node j = b + [b >= index] (the user's own bit is not reported).
         pos = nb - (nb > index)
-        out = flip_bits(pos, n - 1, self.flip_probability, rng)
+        out = flip_bits(pos, n - 1, self.bit.flip_probability, rng)
+        self.charge()
         return out + (out >= index)
+
+    def simulate_lists(self, src: np.ndarray, dst: np.ndarray, num_nodes: int,
+                       rng: np.random.Generator) -> DirectedReports:
+        """All users' reports for the directed true lists (user ``src[k]`` has neighbor
+        ``dst[k]``). Same distribution as calling :meth:`report` for every user;
+        O(|E| + flips)."""
+        n = check_num_nodes(num_nodes)
+        true_keys = _directed_keys(src, dst, n)
+        keys = flip_bits(true_keys, num_ordered_pairs(n), self.bit.flip_probability, rng)
+        self.charge()
+        user, neighbor = index_to_ordered_pair(keys, n)
+        return DirectedReports(user, neighbor, n)
 
     def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> DirectedReports:
-        """All users' reports for the undirected graph with pairs (u, v), u < v.
-
-        Same distribution as calling :meth:`report` for every user; O(|E| + flips).
-        """
-        n = check_num_nodes(num_nodes)
-        true_keys = np.sort(ordered_pair_to_index(np.concatenate([u, v]),
-                                                  np.concatenate([v, u]), n))
-        keys = flip_bits(true_keys, num_ordered_pairs(n), self.flip_probability, rng)
-        user, neighbor = index_to_ordered_pair(keys, n)
-        return DirectedReports(user, neighbor, n)
+        """All users' reports for the undirected graph with pairs (u, v), u < v."""
+        return self.simulate_lists(*both_directions(u, v), num_nodes, rng)
 
     def expected_reports(self, num_nodes: int, num_edges: int) -> float:
         """E[number of reported pairs] for a graph with ``num_edges`` undirected edges."""
         ones = 2.0 * num_edges
         zeros = float(num_nodes) * (num_nodes - 1) - ones
         return ones * self.keep_probability + zeros * self.flip_probability
+
+    def _repr_args(self) -> dict[str, object]:
+        return {"epsilon": self.epsilon}
 
 
 class RRTransform(EdgeLDPTransform):
@@ -166,6 +205,9 @@ class RRTransform(EdgeLDPTransform):
     @property
     def guarantee(self) -> Guarantee:
         return self.mechanism.guarantee
+
+    def _repr_args(self) -> dict[str, object]:
+        return {**super()._repr_args(), "symmetrize": self.symmetrize}
 
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -16,14 +16,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dpgl.graph.pairs import index_to_pair, num_pairs, pair_to_index
+from dpgl.graph.pairs import index_to_ordered_pair, index_to_pair, num_pairs, pair_to_index
 from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.neighbor_list import (
     check_neighbor_list,
     check_num_nodes,
     edge_index_from_pairs,
 )
-from dpgl.mechanisms.rr import RR, flip_bits
+from dpgl.mechanisms.rr import RR, _directed_keys, both_directions, flip_bits
 from dpgl.privacy import Guarantee, symmetric_edge_ldp_to_relationship_dp
 from dpgl.rng import SeedLike
 
@@ -32,8 +32,12 @@ __all__ = ["SymRR", "SymRRTransform"]
 
 class SymRR(RR):
     """RR with ``epsilon`` on the bits j < i of user i's list; eps-edge LDP (each reported bit
-    is one Warner RR, as in :class:`~dpgl.mechanisms.rr.RR`, whose guarantee and flip
-    probabilities it shares)."""
+    is one Warner RR, as in :class:`~dpgl.mechanisms.rr.RR`, whose guarantee, flip
+    probability and charging it shares)."""
+
+    def __init__(self, epsilon: float, *,
+                 label: str = "Warner RR (lower triangle)") -> None:
+        super().__init__(epsilon, label=label)
 
     @property
     def relationship_guarantee(self) -> Guarantee:
@@ -45,16 +49,28 @@ class SymRR(RR):
         """What user ``index`` sends: sorted ids j < index whose randomized bit is 1."""
         n = check_num_nodes(num_nodes)
         nb = check_neighbor_list(neighbors, n, index)
-        return flip_bits(nb[nb < index], int(index), self.flip_probability, rng)
+        out = flip_bits(nb[nb < index], int(index), self.bit.flip_probability, rng)
+        self.charge()
+        return out
 
-    def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
+    def simulate_lists(self, src: np.ndarray, dst: np.ndarray, num_nodes: int,  # type: ignore[override]
+                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The server's undirected graph, as pairs (a, b) with a < b, from every user's own
+        list: user i reports the bits j < i of her list (entries with ``dst < src``)."""
+        n = check_num_nodes(num_nodes)
+        keys_all = _directed_keys(src, dst, n)  # validates the lists
+        user, nbr = index_to_ordered_pair(keys_all, n)
+        low = nbr < user
+        true_keys = np.sort(pair_to_index(nbr[low], user[low], n))
+        keys = flip_bits(true_keys, num_pairs(n), self.bit.flip_probability, rng)
+        self.charge()
+        return index_to_pair(keys, n)
+
+    def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,  # type: ignore[override]
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """The server's undirected graph, as pairs (a, b) with a < b, for the true pairs (u, v)
         (same distribution as every user calling :meth:`report`)."""
-        n = check_num_nodes(num_nodes)
-        true_keys = np.sort(pair_to_index(u, v, n))
-        keys = flip_bits(true_keys, num_pairs(n), self.flip_probability, rng)
-        return index_to_pair(keys, n)
+        return self.simulate_lists(*both_directions(u, v), num_nodes, rng)
 
     def expected_pairs(self, num_nodes: int, num_edges: int) -> float:
         """E[number of undirected pairs in the output]."""

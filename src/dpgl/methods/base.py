@@ -18,6 +18,7 @@ import numpy as np
 
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.methods.params import Params
+from dpgl.privacy import Unit
 
 
 @dataclass
@@ -36,12 +37,26 @@ class RunContext:
 
 @dataclass
 class MethodOutput:
+    """What ``fit`` returns. ``info``: values computed from released or public data only.
+    ``diagnostics``: evaluation-only values computed from private data (true edge counts,
+    recall of the true top-K, label noise rates, clipping counts); they are stored apart and
+    labelled as such, never part of a release."""
+
     metrics: dict[str, float]
     info: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
 
 
 class Method(ABC):
-    """Base class of a registered method."""
+    """Base class of a registered method.
+
+    ``budgets`` maps every unit the method protects to the parameter that holds its budget:
+    ``"epsilon"`` is the run's ``--epsilon`` (the total per-user budget of the method's
+    protected unit, the first key); any other budget is a named hyper-parameter (e.g.
+    Solitude's ``feature_epsilon``). ``budget_split`` says in words how ``--epsilon`` is spent.
+    After ``fit`` the runner checks the privacy report against these
+    (:func:`dpgl.experiments.execute.check_report`).
+    """
 
     name: ClassVar[str]
     tasks: ClassVar[tuple[str, ...]] = ("node",)
@@ -49,9 +64,29 @@ class Method(ABC):
     models: ClassVar[tuple[str, ...] | None] = None  # allowed models (None: any of the task's)
     summary: ClassVar[str] = ""
     params_for_task: ClassVar[dict[str, type[Params]]] = {}
+    budgets: ClassVar[dict[Unit, str]] = {}
+    deltas: ClassVar[dict[Unit, str]] = {}
+    budget_split: ClassVar[str] = ""
 
     def params_model(self, task: str) -> type[Params]:
         return self.params_for_task[task]
+
+    def takes_epsilon(self, params: Params) -> bool:
+        """Whether a run with these parameters takes ``--epsilon`` (default: :attr:`private`)."""
+        return self.private
+
+    def unprotected_by_choice(self, params: Params) -> set[Unit]:
+        """Protected units whose "no privacy" total these parameters chose on purpose (e.g.
+        DPRR's customized setting, where some users send their true lists)."""
+        return set()
+
+    @property
+    def unit(self) -> Unit | None:
+        """The unit the method protects with ``--epsilon`` (None for non-private methods)."""
+        for unit, param in self.budgets.items():
+            if param == "epsilon":
+                return unit
+        return None
 
     @abstractmethod
     def fit(self, ctx: RunContext) -> MethodOutput:

@@ -18,8 +18,12 @@ from dpgl.rng import spawn
 from dpgl.train import TrainConfig, train_graph_classifier, train_node_classifier
 
 
-def node_split(ctx: RunContext, data: Data) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The run's node split (seeded by the run's generator)."""
+def node_split(ctx: RunContext, data: Data, *, labels: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The run's node split (seeded by the run's generator). With ``stratify`` it is
+    stratified on ``labels``: methods whose labels are label-LDP pass the users' *reported*
+    labels, so the split never reads a private label (default: ``data.y``, for methods that
+    use the labels as is)."""
     p = ctx.params
     assert isinstance(p, NodeParams)
     split = random_node_split(
@@ -29,7 +33,7 @@ def node_split(ctx: RunContext, data: Data) -> tuple[torch.Tensor, torch.Tensor,
         test=p.test_ratio,
         rng=ctx.rng,
         stratify=p.stratify,
-        labels=data.y,
+        labels=data.y if labels is None else labels,
         label_rate=p.label_rate,
     )
     return split.train, split.val, split.test

@@ -2,48 +2,61 @@
 Node-Level Differential Privacy", WWW 2024): node-level DP by a differentially private
 approximate PPR (top-K neighbours per source node) followed by DP-SGD on a decoupled MLP.
 
-Pipeline (one run): inductive split (train/test graphs, cross edges removed) -> Poisson node
-subsample of the training graph with rate q' -> ISTA APPR for M random source nodes ->
-DP-APPR-EM (option I ``dpar-em0`` / option II ``dpar-em1``) or DP-APPR-GM (``dpar-gm``) or the
-exact top-K (``dpar-nonprivate``) -> the matrix Pi (source rows = released top-K, other rows =
-the node itself) -> cap each node's occurrences and clip columns to l1 <= tau (Alg. 2 line 3)
--> DP-SGD over the rows of Pi (Eq. 1 model, Alg. 2) -> inference on the test graph by P
-power-iteration steps (Eq. 4). ``sgd="nonprivate"`` gives the whole budget to DP-APPR and trains
-without noise (the eps_pr sweep of Fig. 1; such a run is reported as not private).
+One run, in steps (each a function below):
+
+1. :func:`_setup`: inductive split (train/test graphs, cross edges removed). The training
+   side's ids are the public universe of N ids; ``num_sources`` source ids are drawn uniformly
+   from it (public randomness, whatever the data); DP-SGD's sampling rate and step count come
+   from the public expected size q' N of the node subsample.
+2. Poisson node subsample of the training graph with rate q' (:func:`node_subsample`, which
+   records the amplification of everything charged on the sample).
+3. :func:`_appr`: ISTA APPR from every *present* source over the sample; one row per source
+   and one column per universe id (absent ids score 0, an absent source's row is all zeros),
+   so the set of candidates never depends on which nodes are present.
+4. :func:`_calibrate` + :func:`_release`: DP-APPR-EM (option I ``dpar-em0`` / option II
+   ``dpar-em1``) or DP-APPR-GM (``dpar-gm``) or the exact top-K (``dpar-nonprivate``); the
+   release charges the run's accountant for its M rows.
+5. :func:`_propagation_matrix`: Pi over the universe (source rows = released top-K, every other
+   present node its identity row), each node's occurrences in other rows capped at
+   ``max_other`` and columns clipped to l1 <= tau (Alg. 2 line 3): post-processing of the
+   release, whose largest column count fixes how many examples one node can change.
+6. DP-SGD over the present nodes' rows of Pi (Eq. 1 model, Alg. 2); the trainer charges the
+   multi-term RDP bound for 1 + max_other examples per node.
+7. Inference on the test graph by P power-iteration steps (Eq. 4; evaluation).
 
 Accounting (``accounting`` parameter; docs/node-dp.md has the details):
 
 * ``"dpgl"`` (default): noise is calibrated so that *our* verified analysis meets the target
   (eps, delta): Gumbel top-K (+ Laplace values) per vector, optimal (KOV) composition over the
-  M vectors, DP-SGD with the multi-term RDP bound (a node changes its own gradient and the
-  gradients of the <= ``max_other`` rows that selected it), basic composition, then
-  amplification by Poisson node subsampling log(1 + q'(e^eps - 1)).
-* ``"paper"``: noise is calibrated with DPAR's own statements (reference-code formulas: eps x q',
-  Kairouz-style composition, one gradient term per node) so the run is comparable to the
-  paper. The run's privacy report still records what *our* analysis gives for that noise (a
-  larger epsilon); the paper's figure is in ``info["paper_epsilon"]``.
+  M vectors, DP-SGD with the multi-term RDP bound, composed, then amplified by the Poisson node
+  subsample log(1 + q'(e^eps - 1)). The calibration dry-runs the same charges the run makes.
+* ``"paper"``: noise is calibrated with DPAR's own statements (reference-code formulas:
+  eps x q', Kairouz-style composition, one gradient term per node) for ``paper_epsilon``, so
+  the run is comparable to the paper. Such a run takes no ``--epsilon``; its privacy report
+  records what our analysis gives for that noise (far larger); the paper's figure is in
+  ``info["paper_epsilon"]``.
+
+``sgd="nonprivate"`` gives the whole budget to DP-APPR and trains without noise (the eps_pr
+sweep of Fig. 1); such a run's report says NO PRIVACY for the features and labels.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
 import scipy.sparse as sp
 import torch
-from pydantic import Field
+from pydantic import Field, model_validator
 from scipy import optimize
 
 from dpgl.central.accounting import (
-    amplify_by_subsampling,
-    calibrate_multiterm,
     kairouz_total_epsilon,
-    multiterm_epsilon,
     paper_em_vector_epsilon,
     paper_gm_vector_epsilon,
     paper_sgd_epsilon,
-    subsampled_inner_target,
 )
 from dpgl.central.dp_appr import (
     DPAPPRExponential,
@@ -53,21 +66,28 @@ from dpgl.central.dp_appr import (
     max_column_occurrences,
     topk_nonprivate,
 )
-from dpgl.central.inductive import evaluate_logits, make_inductive, poisson_node_subsample
+from dpgl.central.inductive import (
+    InductiveData,
+    evaluate_logits,
+    make_inductive,
+    node_subsample,
+)
 from dpgl.errors import ConfigError
 from dpgl.graph.ppr import adjacency, ista_ppr, ppr_power_iteration_logits
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
+from dpgl.methods.features_dpsgd import public_subsample_size
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import DecoupledMLP, dpar_example_loss
 from dpgl.privacy import (
     Accountant,
-    Guarantee,
     Unit,
     gaussian_noise_multiplier,
     per_release_epsilon,
+    subsampled_inner_target,
 )
+from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDConfig, train_dpsgd
+from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
 
 __all__ = ["DPARParams", "run_dpar"]
 
@@ -90,14 +110,215 @@ class DPARParams(NodeDPParams):
     column_mode: Literal["clip", "normalize"] = "clip"
     max_other: int = Field(2, ge=0)                        # occurrences of a node in other rows
     appr_share: float = Field(0.3, gt=0, lt=1)             # share of eps for DP-APPR
+    #: "dpgl": verified calibration for --epsilon. "paper": DPAR's own statements for
+    #: ``paper_epsilon`` (no --epsilon; the report shows what that noise really spends).
     accounting: Literal["dpgl", "paper"] = "dpgl"
+    paper_epsilon: float | None = Field(None, gt=0)
     #: "dp": DP-SGD (the method). "nonprivate": the whole eps goes to DP-APPR and the MLP is
     #: trained without noise -- the eps_pr sweep of the paper's Fig. 1 (the run's privacy
     #: report then says NO PRIVACY for the features and labels).
     sgd: Literal["dp", "nonprivate"] = "dp"
 
+    @model_validator(mode="after")
+    def _paper(self) -> DPARParams:
+        if (self.accounting == "paper") != (self.paper_epsilon is not None):
+            raise ValueError("accounting='paper' needs paper_epsilon (and only it takes one)")
+        return self
 
-# --------------------------------------------------------------------------- calibration
+
+# --------------------------------------------------------------------------- steps
+
+
+@dataclass
+class _Setup:
+    ind: InductiveData
+    universe: int               # N: public number of training ids
+    n_public: int               # q' N: public expected subsample size
+    sources: np.ndarray         # public source ids (sorted)
+    q: float                    # DP-SGD sampling rate (public)
+    steps: int                  # DP-SGD steps (public)
+
+
+@dataclass
+class _Noise:
+    eps_vector: float | None = None     # EM: pure eps of one vector
+    value_share: float = 0.5
+    sigma_gm: float | None = None       # GM: noise std
+    paper: dict[str, float] | None = None
+
+
+def _setup(ctx: RunContext, p: DPARParams, split_rng: np.random.Generator,
+           src_rng: np.random.Generator) -> _Setup:
+    ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
+    universe = int(ind.train.num_nodes)
+    if p.num_sources > universe:
+        raise ConfigError(f"num_sources={p.num_sources} exceeds the {universe} training ids")
+    if universe < p.k:
+        raise ConfigError(f"the training universe has {universe} ids < k={p.k}")
+    sources = np.sort(src_rng.choice(universe, size=p.num_sources, replace=False))
+    n_public = public_subsample_size(universe, p.subsample)
+    probe = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
+                        public_size=n_public)
+    return _Setup(ind, universe, n_public, sources, probe.sampling_rate(n_public),
+                  probe.steps(n_public))
+
+
+def _appr(sub: object, ids: np.ndarray, universe: int, sources: np.ndarray, p: DPARParams
+          ) -> sp.csr_matrix:
+    """(M, N) APPR of the sample: one row per source id, one column per universe id; rows of
+    sources that are not in the sample and columns of absent ids are zero."""
+    n_sub = int(sub.num_nodes)  # type: ignore[attr-defined]
+    adj = adjacency(sub.edge_index, n_sub, self_loops=True)  # type: ignore[attr-defined]
+    pos = np.searchsorted(ids, sources)
+    present = (pos < ids.size) & (ids[np.minimum(pos, ids.size - 1)] == sources)
+    out = sp.lil_matrix((sources.size, universe))
+    if present.any():
+        local = ista_ppr(adj, pos[present], p.alpha, rho=p.rho, tol=p.ista_tol).tocoo()
+        rows = np.flatnonzero(present)[local.row]
+        out = sp.csr_matrix((local.data, (rows, ids[local.col])),
+                            shape=(sources.size, universe))
+    return sp.csr_matrix(out)
+
+
+def _calibrate(variant: str, p: DPARParams, setup: _Setup, eps: float | None) -> _Noise:
+    """DP-APPR noise: verified (``accounting="dpgl"``, a ``share`` of the inner budget) or
+    from the paper's statements."""
+    m = setup.sources.size
+    share = p.appr_share if p.sgd == "dp" else 1.0
+    if p.accounting == "dpgl":
+        assert eps is not None
+        eps_in, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
+        d_half = delta_in / 2
+        if variant in ("em0", "em1"):
+            return _Noise(eps_vector=per_release_epsilon(share * eps_in, m, delta_slack=d_half,
+                                                         composition="optimal"),
+                          value_share=p.value_share)
+        z_gm = gaussian_noise_multiplier(share * eps_in, d_half, steps=m, method="rdp")
+        return _Noise(sigma_gm=z_gm * 2 * p.clip_gm)
+    assert p.paper_epsilon is not None
+    delta_m = min(p.delta / p.subsample, 0.5)
+    delta0 = delta_m / (2 * m)
+    x = share * p.paper_epsilon / p.subsample
+    eps_prime = x / (2 * math.sqrt(m * math.log(math.e + x / delta_m)))
+    paper = {"appr_epsilon": float(kairouz_total_epsilon(eps_prime, m, delta_m)
+                                   * p.subsample)}
+    if variant == "em0":
+        return _Noise(eps_vector=p.k * _paper_em_step(eps_prime, p.k, delta0), paper=paper)
+    if variant == "em1":
+        eps_vector = p.k * _paper_em_step(eps_prime / 2, p.k, delta0) + eps_prime / 2
+        return _Noise(eps_vector=eps_vector, value_share=(eps_prime / 2) / eps_vector,
+                      paper=paper)
+    sigma_gm = math.sqrt(2 * math.log(1.25 / delta0)) * p.clip_gm / eps_prime
+    paper["appr_epsilon"] = float(kairouz_total_epsilon(
+        paper_gm_vector_epsilon(sigma_gm, p.clip_gm, delta0), m, delta_m) * p.subsample)
+    return _Noise(sigma_gm=sigma_gm, paper=paper)
+
+
+def _appr_randomizer(variant: str, p: DPARParams, noise: _Noise, d_half: float
+                     ) -> DPAPPRExponential | DPAPPRGaussian:
+    if variant in ("em0", "em1"):
+        assert noise.eps_vector is not None
+        return DPAPPRExponential(p.k, noise.eps_vector, clip=p.clip_em,
+                                 values="uniform" if variant == "em0" else "laplace",
+                                 value_share=noise.value_share, delta_slack=d_half)
+    assert noise.sigma_gm is not None
+    return DPAPPRGaussian(p.k, noise.sigma_gm, clip=p.clip_gm)
+
+
+def _release(variant: str, appr: sp.csr_matrix, p: DPARParams, noise: _Noise, d_half: float,
+             rng: np.random.Generator) -> sp.csr_matrix:
+    if variant == "nonprivate":
+        return topk_nonprivate(appr, p.k)
+    return _appr_randomizer(variant, p, noise, d_half).release(appr, rng)
+
+
+def _propagation_matrix(released: sp.csr_matrix, sources: np.ndarray, ids: np.ndarray,
+                        universe: int, p: DPARParams, private: bool
+                        ) -> tuple[sp.csr_matrix, int]:
+    """Pi over the universe: released rows for the present sources, identity rows for the
+    other present nodes, no row for absent ids; occurrences capped, columns clipped."""
+    present = np.zeros(universe, dtype=bool)
+    present[ids] = True
+    rel = released.tocoo()
+    keep = present[sources[rel.row]]
+    rows = [sources[rel.row][keep]]
+    cols = [rel.col[keep]]
+    vals = [rel.data[keep]]
+    others = np.setdiff1d(ids, sources)
+    rows.append(others)
+    cols.append(others)
+    vals.append(np.ones(others.size))
+    pi = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                       shape=(universe, universe))
+    if private:
+        pi = cap_column_occurrences(pi, p.max_other)
+    pi = clip_columns_l1(pi, p.tau, p.column_mode)
+    return pi, max_column_occurrences(pi)
+
+
+def _examples(pi: sp.csr_matrix, ids: np.ndarray, x: torch.Tensor, y: torch.Tensor,
+              universe: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One example per present node: padded (feats [n, S, d], weights [n, S], labels [n]);
+    a weight on an absent id multiplies a zero feature row."""
+    x_u = torch.zeros(universe, x.size(1), dtype=x.dtype)
+    x_u[torch.from_numpy(ids)] = x
+    sub = pi[ids]
+    counts = np.diff(sub.indptr)
+    s = max(1, int(counts.max(initial=1)))
+    idx = np.zeros((ids.size, s), dtype=np.int64)
+    w = np.zeros((ids.size, s), dtype=np.float32)
+    for i in range(ids.size):
+        a, b = sub.indptr[i], sub.indptr[i + 1]
+        idx[i, : b - a] = sub.indices[a:b]
+        w[i, : b - a] = sub.data[a:b]
+    return x_u[torch.from_numpy(idx)], torch.from_numpy(w), y
+
+
+def _calibrate_sgd(variant: str, p: DPARParams, setup: _Setup, noise: _Noise,
+                   eps: float | None, max_other: int) -> tuple[float, dict[str, float]]:
+    """DP-SGD noise multiplier: verified (the inner total of the charges the run makes, dry
+    run, <= the inner budget) or from the paper's DP-SGD statement."""
+    if p.accounting == "paper":
+        assert p.paper_epsilon is not None
+        z = _paper_sgd_z((1 - p.appr_share) * p.paper_epsilon, setup.q, setup.steps, p.delta,
+                         p.subsample)
+        return z, {"sgd_epsilon": paper_sgd_epsilon(z, setup.q, setup.steps, p.delta,
+                                                    p.subsample)}
+    assert eps is not None
+    eps_in, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
+    d_half = delta_in / 2
+    sgd = DPSGDAccounting(Unit.NODE_DP, max_other, "DP-SGD")
+
+    def inner_total(z: float) -> float:
+        acc = Accountant(delta=d_half)
+        with acc.active():
+            rand = _appr_randomizer(variant, p, noise, d_half)
+            if isinstance(rand, DPAPPRExponential):
+                rand.charge(count=setup.sources.size, composition="optimal",
+                            delta_slack=d_half)
+            else:
+                rand.charge(count=setup.sources.size)
+        sgd.charge(acc, z, setup.q, setup.steps)
+        with quiet_absl():
+            total = acc.report().total(Unit.NODE_DP)
+        assert total is not None
+        return total.epsilon
+
+    def f(z: float) -> float:
+        return inner_total(z) - eps_in
+
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2.0
+        if hi > 1e7:
+            raise ConfigError("no DP-SGD noise multiplier up to 1e7 meets the target")
+    lo = hi / 2
+    while f(lo) <= 0 and lo > 1e-3:
+        hi, lo = lo, lo / 2
+    z = float(optimize.brentq(f, lo, hi, xtol=1e-6, rtol=1e-5))
+    while f(z) > 0:
+        z *= 1.0 + 1e-5
+    return z, {}
 
 
 def _paper_em_step(eps_prime: float, k: int, delta0: float) -> float:
@@ -120,38 +341,7 @@ def _paper_sgd_z(target: float, q: float, steps: int, delta: float, sub: float) 
     return float(optimize.brentq(f, lo, hi, xtol=1e-6))
 
 
-# --------------------------------------------------------------------------- pipeline
-
-
-def _release(variant: str, appr: sp.csr_matrix, p: DPARParams, eps_vector: float | None,
-             value_share: float, sigma_gm: float | None, rng: np.random.Generator
-             ) -> sp.csr_matrix:
-    if variant == "nonprivate":
-        return topk_nonprivate(appr, p.k)
-    if variant in ("em0", "em1"):
-        assert eps_vector is not None
-        mech = DPAPPRExponential(p.k, eps_vector, clip=p.clip_em,
-                                 values="uniform" if variant == "em0" else "laplace",
-                                 value_share=value_share)
-        return mech.release(appr, rng)
-    assert sigma_gm is not None
-    return DPAPPRGaussian(p.k, sigma_gm, clip=p.clip_gm).release(appr, rng)
-
-
-def _examples(pi: sp.csr_matrix, x: torch.Tensor, y: torch.Tensor
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-row padded (feats [N, S, d], weights [N, S], labels [N])."""
-    n = pi.shape[0]
-    counts = np.diff(pi.indptr)
-    s = max(1, int(counts.max(initial=1)))
-    idx = np.zeros((n, s), dtype=np.int64)
-    w = np.zeros((n, s), dtype=np.float32)
-    for i in range(n):
-        a, b = pi.indptr[i], pi.indptr[i + 1]
-        idx[i, : b - a] = pi.indices[a:b]
-        w[i, : b - a] = pi.data[a:b]
-    idx_t = torch.from_numpy(idx)
-    return x[idx_t], torch.from_numpy(w), y
+# --------------------------------------------------------------------------- the run
 
 
 def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
@@ -160,150 +350,70 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     assert isinstance(p, DPARParams)
     private = variant != "nonprivate"
     dp_sgd = private and p.sgd == "dp"
-    share = p.appr_share if dp_sgd else 1.0  # share of the budget for DP-APPR
     split_rng, sub_rng, src_rng, appr_rng, sgd_rng = spawn(ctx.rng, 5)
-    ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
-    sub = poisson_node_subsample(ind.train, p.subsample, sub_rng)
-    n = int(sub.num_nodes)
-    if n < p.k:
-        raise ConfigError(f"the subsampled training graph has {n} nodes < k={p.k}")
-    adj = adjacency(sub.edge_index, n, self_loops=True)
-    m = min(p.num_sources, n)
-    sources = np.sort(src_rng.choice(n, size=m, replace=False))
-    appr = ista_ppr(adj, sources, p.alpha, rho=p.rho, tol=p.ista_tol)
-
-    cfg_probe = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip)
-    q = cfg_probe.sampling_rate(n)
-    steps = cfg_probe.steps(n)
-    info: dict[str, object] = {"train_nodes": n, "sources": m, "sgd_steps": steps,
-                               "sgd_sampling_rate": q, "accounting": p.accounting}
+    setup = _setup(ctx, p, split_rng, src_rng)
     eps = ctx.epsilon
-    eps_vector = sigma_gm = None
-    value_share = p.value_share
-    paper: dict[str, float] = {}
-    if private:
-        assert eps is not None
-        # inner target before amplification by the q' node subsample; delta split in halves
-        eps_in, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
-        d_half = delta_in / 2
-        if p.accounting == "dpgl":
-            eps_appr = share * eps_in
-            if variant in ("em0", "em1"):
-                eps_vector = per_release_epsilon(eps_appr, m, delta_slack=d_half,
-                                                 composition="optimal")
-            else:
-                z_gm = gaussian_noise_multiplier(eps_appr, d_half, steps=m, method="rdp")
-                sigma_gm = z_gm * 2 * p.clip_gm
-        else:
-            delta_m = min(p.delta / p.subsample, 0.5)
-            delta0 = delta_m / (2 * m)
-            x = share * eps / p.subsample
-            eps_prime = x / (2 * math.sqrt(m * math.log(math.e + x / delta_m)))
-            if variant == "em0":
-                step = _paper_em_step(eps_prime, p.k, delta0)
-                eps_vector = p.k * step
-            elif variant == "em1":
-                step = _paper_em_step(eps_prime / 2, p.k, delta0)
-                eps_vector = p.k * step + eps_prime / 2
-                value_share = (eps_prime / 2) / eps_vector
-            else:
-                sigma_gm = math.sqrt(2 * math.log(1.25 / delta0)) * p.clip_gm / eps_prime
-            paper["appr_epsilon"] = float(kairouz_total_epsilon(eps_prime, m, delta_m)
-                                          * p.subsample)
-            if variant == "gm":
-                assert sigma_gm is not None
-                paper["appr_epsilon"] = float(kairouz_total_epsilon(
-                    paper_gm_vector_epsilon(sigma_gm, p.clip_gm, delta0), m, delta_m)
-                    * p.subsample)
-    released = _release(variant, appr, p, eps_vector, value_share, sigma_gm, appr_rng)
-    if private:  # evaluation diagnostic (uses the true APPR; not part of the release)
-        exact = topk_nonprivate(appr, p.k)
-        hits = (released > 0).multiply(exact > 0).sum()
-        info["appr_topk_recall"] = float(hits / max(exact.nnz, 1))
-    # Pi: released rows for the sources, identity rows for every other training node
-    others = np.setdiff1d(np.arange(n), sources)
-    pi = sp.csr_matrix(sp.vstack([released, sp.csr_matrix(
-        (np.ones(others.size), (np.arange(others.size), others)), shape=(others.size, n))]))
-    order = np.argsort(np.concatenate([sources, others]))
-    pi = sp.csr_matrix(pi[order])
-    if private:
-        pi = cap_column_occurrences(pi, p.max_other)
-    pi = clip_columns_l1(pi, p.tau, p.column_mode)
-    max_other = max_column_occurrences(pi)
-    info["max_other_occurrences"] = max_other
-
+    acc = ctx.accountant
+    acc.delta = p.delta
+    _, delta_in = subsampled_inner_target(1.0, p.delta, p.subsample)
+    d_half = delta_in / 2
+    info: dict[str, object] = {"public_train_nodes": setup.n_public,
+                               "sources": int(setup.sources.size), "sgd_steps": setup.steps,
+                               "sgd_sampling_rate": setup.q, "accounting": p.accounting}
+    diag: dict[str, object] = {}
+    noise = _calibrate(variant, p, setup, eps) if private else _Noise()
     z = None
-    if dp_sgd:
-        assert eps is not None
-        if p.accounting == "dpgl":
-            z = calibrate_multiterm((1 - p.appr_share) * eps_in, d_half, q, steps, max_other)
-        else:
-            z = _paper_sgd_z((1 - p.appr_share) * eps, q, steps, p.delta, p.subsample)
-            paper["sgd_epsilon"] = paper_sgd_epsilon(z, q, steps, p.delta, p.subsample)
-            paper["epsilon"] = paper["appr_epsilon"] + paper["sgd_epsilon"]
-    elif private and paper:
-        paper["epsilon"] = paper["appr_epsilon"]  # sgd="nonprivate": DP-APPR only
-
-    feats, weights, labels = _examples(pi, sub.x, sub.y)
-    model = DecoupledMLP(sub.x.size(1), ind.num_classes, hidden=p.hidden,
+    model = DecoupledMLP(setup.ind.train.x.size(1), setup.ind.num_classes, hidden=p.hidden,
                          num_layers=p.num_layers, dropout=p.dropout)
-    cfg = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
-                      noise_multiplier=z, weight_decay=p.weight_decay)
-    result = train_dpsgd(model, dpar_example_loss, (feats, weights, labels), cfg, rng=sgd_rng)
+    with node_subsample(setup.ind.train, p.subsample, sub_rng,
+                        name="DPAR on a Poisson node subsample",
+                        inner_delta=d_half) as (sub, ids):
+        appr = _appr(sub, ids, setup.universe, setup.sources, p)
+        released = _release(variant, appr, p, noise, d_half, appr_rng)
+        if private:  # evaluation diagnostic (the true APPR; not part of the release)
+            exact = topk_nonprivate(appr, p.k) if appr.nnz else appr
+            hits = (released > 0).multiply(exact > 0).sum()
+            diag["appr_topk_recall"] = float(hits / max(exact.nnz, 1))
+        pi, max_other = _propagation_matrix(released, setup.sources, ids, setup.universe, p,
+                                            private)
+        info["max_other_occurrences"] = max_other
+        if dp_sgd:
+            z, paper_sgd = _calibrate_sgd(variant, p, setup, noise, eps, max_other)
+            if noise.paper is not None:
+                noise.paper.update(paper_sgd)
+        feats, weights, labels = _examples(pi, ids, sub.x, sub.y, setup.universe)
+        cfg = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
+                          noise_multiplier=z, weight_decay=p.weight_decay,
+                          public_size=setup.n_public)
+        result = train_dpsgd(model, dpar_example_loss, (feats, weights, labels), cfg,
+                             rng=sgd_rng,
+                             accounting=DPSGDAccounting(Unit.NODE_DP, max_other, "DP-SGD"))
+        diag["train_nodes"] = int(ids.size)
     info["train_seconds"] = result.seconds
     info["noise_multiplier"] = z
+    info["appr_vector_epsilon"] = noise.eps_vector
+    info["sigma_gm"] = noise.sigma_gm
+    if not private:
+        acc.spend_nonprivate("training graph", "true APPR top-K and gradients without noise",
+                             Unit.NODE_DP)
+    elif not dp_sgd:
+        acc.spend_nonprivate("features and labels", "MLP trained without DP-SGD (sgd="
+                             "'nonprivate', the Fig. 1 eps_pr sweep)", Unit.NODE_DP)
+    if noise.paper is not None:
+        noise.paper["epsilon"] = noise.paper["appr_epsilon"] + noise.paper.get("sgd_epsilon",
+                                                                             0.0)
+        info["paper_epsilon"] = noise.paper["epsilon"]
+        info["paper_appr_epsilon"] = noise.paper.get("appr_epsilon")
+        info["paper_sgd_epsilon"] = noise.paper.get("sgd_epsilon")
 
-    # inference on the test graph: Eq. 4 power iteration
+    # inference on the test graph: Eq. 4 power iteration (evaluation)
+    ind = setup.ind
     with torch.no_grad():
         local = model(ind.test.x)
     test_adj = adjacency(ind.test.edge_index, int(ind.test.num_nodes), self_loops=True)
     logits = ppr_power_iteration_logits(test_adj, local, p.alpha, p.prop_steps)
     metrics = evaluate_logits(logits, ind.test.y, ind.val_idx, ind.test_idx, ind.num_classes)
-
-    # ------------------------------------------------------------------ accounting
-    acc = ctx.accountant
-    if not private:
-        acc.spend_nonprivate("training graph", "true APPR top-K and gradients without noise",
-                             Unit.NODE_DP)
-        return MethodOutput(metrics, info)
-    inner = Accountant(delta=d_half)
-    if variant in ("em0", "em1"):
-        assert eps_vector is not None
-        inner.spend("DP-APPR-EM", Guarantee.pure(eps_vector, Unit.NODE_DP),
-                    mechanism="Gumbel top-K" + (" + Laplace values" if variant == "em1" else ""),
-                    count=m, composition="optimal", delta_slack=d_half)
-    else:
-        assert sigma_gm is not None
-        inner.spend_gaussian("DP-APPR-GM", noise_multiplier=sigma_gm / (2 * p.clip_gm),
-                             steps=m, unit=Unit.NODE_DP,
-                             sensitivity_note="l2 clip C1, sensitivity 2 C1 per vector")
-    eps_sgd = None
-    if dp_sgd:
-        assert z is not None
-        eps_sgd = multiterm_epsilon(z, q, steps, max_other, d_half)
-        inner.spend("DP-SGD", Guarantee(eps_sgd, d_half, Unit.NODE_DP),
-                    mechanism=f"multi-term DP-SGD (1 + {max_other} terms per node)")
-    inner_total = inner.report().total(Unit.NODE_DP)
-    assert inner_total is not None
-    eps_out, delta_out = amplify_by_subsampling(inner_total.epsilon, inner_total.delta,
-                                                p.subsample)
-    parts = "; ".join(f"{e.name}: {e.guarantee_text}" for e in inner.report().entries)
-    acc.spend("DPAR on a Poisson node subsample", Guarantee(eps_out, delta_out, Unit.NODE_DP),
-              mechanism=f"amplification by subsampling q'={p.subsample:g} of ({parts}; "
-                        f"inner total eps={inner_total.epsilon:.4g})")
-    info["inner_epsilon"] = inner_total.epsilon
-    info["appr_vector_epsilon"] = eps_vector
-    info["sigma_gm"] = sigma_gm
-    info["sgd_inner_epsilon"] = eps_sgd
-    info["dpgl_epsilon"] = eps_out
-    if not dp_sgd:
-        acc.spend_nonprivate("features and labels", "MLP trained without DP-SGD (sgd="
-                             "'nonprivate', the Fig. 1 eps_pr sweep)", Unit.NODE_DP)
-    if paper:
-        info["paper_epsilon"] = paper.get("epsilon")
-        info["paper_appr_epsilon"] = paper.get("appr_epsilon")
-        info["paper_sgd_epsilon"] = paper.get("sgd_epsilon")
-    return MethodOutput(metrics, info)
+    return MethodOutput(metrics, info, diag)
 
 
 class _DPARBase(Method):
@@ -311,6 +421,17 @@ class _DPARBase(Method):
     models = ("mlp",)
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": DPARParams}
     variant: ClassVar[str] = ""
+    budgets: ClassVar[dict[Unit, str]] = {Unit.NODE_DP: "epsilon"}
+    deltas: ClassVar[dict[Unit, str]] = {Unit.NODE_DP: "delta"}
+    budget_split = ("after amplification by the q' node subsample: appr_share of the inner "
+                    "budget to DP-APPR (M vectors, optimal composition), the rest to DP-SGD "
+                    "(1 + max_other examples per node, RDP)")
+
+    def takes_epsilon(self, params: Params) -> bool:
+        return self.private and getattr(params, "accounting", "dpgl") == "dpgl"
+
+    def unprotected_by_choice(self, params: Params) -> set[Unit]:
+        return {Unit.NODE_DP} if getattr(params, "sgd", "dp") == "nonprivate" else set()
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         return run_dpar(ctx, self.variant)
@@ -345,4 +466,5 @@ class DPARNonPrivate(_DPARBase):
     name = "dpar-nonprivate"
     private = False
     variant = "nonprivate"
+    budgets: ClassVar[dict[Unit, str]] = {}
     summary = "DPAR's pipeline without privacy (exact APPR top-K, plain mini-batch Adam)"

@@ -31,7 +31,7 @@ from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
 from dpgl.methods.params import NodeParams, Params
 from dpgl.nn import PreparedGraph
-from dpgl.privacy import Guarantee, Unit
+from dpgl.privacy import Unit
 
 Symmetrize = Literal["directed", "or", "and"]
 
@@ -55,21 +55,16 @@ class LDPGenParams(NodeParams):
     phase1_share: float = Field(0.5, gt=0, lt=1)
 
 
-def _parts(transform: EdgeLDPTransform, num_nodes: int) -> dict[str, Guarantee]:
-    """The named budget parts of a transform's client mechanism (they sum to epsilon)."""
-    mech = getattr(transform, "mechanism", None) or getattr(transform, "client", None)
-    parts = getattr(mech, "parts", None)
-    if parts is None:
-        return {"neighbor list": transform.guarantee}
-    # A property, except for DPRR, whose split depends on the graph size (Eq. 8).
-    return dict(parts(num_nodes)) if callable(parts) else dict(parts)
-
-
 class EdgeLDPMethod(Method):
     """Users randomize neighbor lists; the server estimates a graph; a GNN is trained on it."""
 
     tasks: ClassVar[tuple[str, ...]] = ("node",)
     private = True
+    budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
+
+    def unprotected_by_choice(self, params: Params) -> set[Unit]:
+        """DPRR's customized setting: ``non_private_fraction`` of the users send true lists."""
+        return {Unit.EDGE_LDP} if getattr(params, "non_private_fraction", 0.0) > 0 else set()
 
     @abstractmethod
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
@@ -83,12 +78,10 @@ class EdgeLDPMethod(Method):
         data = ctx.dataset
         split = node_split(ctx, data)  # first draw: the same split for every method and seed
         transform = self.transform(ctx, ctx.rng.spawn(1)[0])
-        estimated = transform(data)
+        estimated = transform(data)  # the users' randomizers charge the run's accountant
         n = int(data.num_nodes)
         acc = ctx.accountant
-        for part, guarantee in _parts(transform, n).items():
-            acc.spend(f"{self.name}: {part}", guarantee, mechanism=type(transform).__name__)
-        acc.spend_nonprivate("features", "node features known to the server (Blink setting)",
+        acc.spend_nonprivate("node features", "known to the server (Blink setting)",
                              Unit.FEATURE_LDP)
         acc.spend_nonprivate("labels", "training labels known to the server (Blink setting)",
                              Unit.LABEL_LDP)
@@ -96,7 +89,7 @@ class EdgeLDPMethod(Method):
         graph = PreparedGraph(estimated.edge_index, n, weight)
         out = train_node_model(ctx, data.x, data.y, split, graph)
         out.info["estimated_edges"] = graph.num_edges
-        out.info["true_edges"] = int(data.edge_index.size(1))
+        out.diagnostics["true_edges"] = int(data.edge_index.size(1))
         out.info.update({f"estimator_{k}": v for k, v in transform.last_info.items()
                          if isinstance(v, (int, float, str, bool))})
         if weight is not None:
@@ -109,6 +102,7 @@ class RRMethod(EdgeLDPMethod):
     name = "rr"
     tasks = ("node", "graph")
     summary = "Warner randomized response on every bit of each neighbor list"
+    budget_split = "all of epsilon to Warner RR on every neighbor-list bit"
 
     def params_model(self, task: str) -> type[Params]:
         if task == "graph":
@@ -126,6 +120,7 @@ class RRMethod(EdgeLDPMethod):
 class SymRRMethod(EdgeLDPMethod):
     name = "symrr"
     summary = "randomized response on the lower triangle only (symmetric; Imola et al.)"
+    budget_split = "all of epsilon to RR on the bits j < i of user i's list"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
@@ -138,6 +133,8 @@ class DPRRMethod(EdgeLDPMethod):
     name = "dprr"
     tasks = ("node", "graph")
     summary = "degree-preserving RR: Laplace degree + RR + edge sampling (Hidano & Murakami)"
+    budget_split = ("eps1 = max(sqrt(8/(n_max-1)), (1-alpha) eps) to the Laplace degree "
+                    "(Eq. 8; allocation='split': (1-alpha) eps), the rest to RR")
 
     def params_model(self, task: str) -> type[Params]:
         if task == "graph":
@@ -154,22 +151,12 @@ class DPRRMethod(EdgeLDPMethod):
                              symmetrize=p.symmetrize, nonprivate_fraction=p.non_private_fraction,
                              seed=seed)
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
-        out = super().fit(ctx)
-        p = ctx.params
-        if ctx.task == "node" and isinstance(p, DPRRParams) and p.non_private_fraction > 0:
-            ctx.accountant.spend_nonprivate(
-                "non-private users",
-                f"a fraction {p.non_private_fraction:g} of users send their true lists",
-                Unit.EDGE_LDP,
-            )
-        return out
-
 
 @register
 class LDPGCNMethod(EdgeLDPMethod):
     name = "ldpgcn"
     summary = "L-DpGCN: Laplace noise on every bit, server keeps the top-T entries"
+    budget_split = "all of epsilon to Laplace noise on every neighbor-list bit"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
@@ -181,6 +168,7 @@ class LDPGCNMethod(EdgeLDPMethod):
 class LDPGenMethod(EdgeLDPMethod):
     name = "ldpgen"
     summary = "LDPGen: noisy degree vectors, clustering, Chung-Lu generation (Qin et al.)"
+    budget_split = "phase1_share to the phase-1 degree vector, the rest to phase 2"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": LDPGenParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
@@ -190,6 +178,7 @@ class LDPGenMethod(EdgeLDPMethod):
 
 class _Blink(EdgeLDPMethod):
     variant: ClassVar[str]
+    budget_split = "degree_share to the noisy degree, the rest to RR on every bit"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": BlinkParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:

@@ -1,22 +1,28 @@
 """GAP, node-level (Sajadmanesh, Shamsabadi, Bellet & Gatica-Perez, "GAP: Differentially
 Private Graph Neural Networks with Aggregation Perturbation", USENIX Security 2023), in DPAR's
-inductive setting.
+inductive setting, under **bounded-degree node-DP** (``Unit.BOUNDED_NODE_DP``).
 
-Three modules, each a Gaussian mechanism under node-level DP:
+Three modules, each a Gaussian mechanism:
 
 1. encoder: an MLP on node features pre-trained with DP-SGD on the labels (one example per
-   node: standard Poisson-subsampled Gaussian);
-2. aggregation perturbation (PMA): out-degree bounded to D, H hops of
-   normalize -> sum over in-neighbours -> + N(0, sigma_AP^2), node-level l2 sensitivity sqrt(D)
-   per hop (GAP Sec. 5); computed once and cached;
-3. classifier: per-hop MLPs + head trained with DP-SGD on the cached (already private)
-   aggregates, one example per node (a node's own example depends on its label and on
-   released aggregates only).
+   node: Poisson-subsampled Gaussian);
+2. aggregation perturbation (PMA, :class:`dpgl.central.aggregation.AggregationPerturbation`):
+   H hops of normalize -> sum over in-neighbours -> + N(0, sigma_AP^2); l2 sensitivity
+   sqrt(D + D^2) per hop on graphs whose in- and out-degrees are <= D (proof in
+   :mod:`dpgl.central.aggregation`); computed once and cached;
+3. classifier: per-hop MLPs + head trained with DP-SGD on the cached (released) aggregates,
+   one example per node.
 
-One noise multiplier z is calibrated for all three (sigma_AP = z sqrt(D), DP-SGD noise z C) so
-that their joint RDP composition (dp-accounting, via the run's accountant) meets the target
-(eps, delta), as GAP does. Inference on the test graph runs the trained encoder, the same PMA
-(with the same noise) on the test graph and the classifier. ``gap-nonprivate`` runs the same
+GAP's own degree bounding (keep D random out-edges) does not have the node-level sensitivity
+GAP states, and no bounding step with a proved one is known (docs/node-dp.md), so dpgl applies
+none: ``max_degree`` is a public bound D that the training graph must keep (checked; a graph
+that breaks it is refused with its largest degrees). One noise multiplier z is calibrated for
+the three parts (sigma_AP = z sqrt(D + D^2), DP-SGD noise z C) so that their joint RDP
+composition meets the target (eps, delta); each part charges the run's accountant when it
+draws, through the same code the calibration runs. The sampling rate and the number of DP-SGD
+steps come from the public size of the training universe. Inference runs the trained encoder,
+the PMA and the classifier on the test graph (held-out evaluation data, not a release of the
+training graph: :func:`dpgl.privacy.evaluation_only`). ``gap-nonprivate`` runs the same
 pipeline without clipping and noise.
 """
 
@@ -29,17 +35,19 @@ import torch
 from pydantic import Field
 from scipy import optimize
 
-from dpgl.central.accounting import quiet_absl
-from dpgl.central.aggregation import aggregation_perturbation, ap_sensitivity, bound_degree
+from dpgl.central.aggregation import AggregationPerturbation, check_degree_bound
 from dpgl.central.inductive import evaluate_logits, make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import GAPClassifier, GAPEncoder, mlp_example_loss
-from dpgl.privacy import Accountant, Unit
+from dpgl.privacy import Accountant, Unit, evaluation_only
+from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDConfig, train_dpsgd
+from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
 
-__all__ = ["GAPParams"]
+__all__ = ["GAPParams", "calibrate_gap"]
+
+UNIT = Unit.BOUNDED_NODE_DP
 
 
 class GAPParams(NodeDPParams):
@@ -48,33 +56,41 @@ class GAPParams(NodeDPParams):
     encoder_epochs: int = Field(50, ge=1)
     batch_size: int = Field(256, ge=1)
     hops: int = Field(2, ge=1)
+    #: public bound D on every in- and out-degree of the training graph (bounded-degree
+    #: node-DP); a training graph above it is refused
     max_degree: int = Field(10, ge=1)
 
 
-def _record(acc: Accountant, z: float, p: GAPParams, n: int) -> None:
-    enc = DPSGDConfig(epochs=p.encoder_epochs, batch_size=p.batch_size)
-    cls = DPSGDConfig(epochs=p.epochs, batch_size=p.batch_size)
-    acc.spend_gaussian("encoder DP-SGD", noise_multiplier=z, steps=enc.steps(n),
-                       sampling_rate=enc.sampling_rate(n), unit=Unit.NODE_DP,
-                       sensitivity_note="one example per node")
-    acc.spend_gaussian("aggregation perturbation", noise_multiplier=z, steps=p.hops,
-                       unit=Unit.NODE_DP,
-                       sensitivity_note=f"out-degree <= {p.max_degree}: l2 sensitivity "
-                                        f"sqrt({p.max_degree}) per hop (GAP Sec. 5)")
-    acc.spend_gaussian("classifier DP-SGD", noise_multiplier=z, steps=cls.steps(n),
-                       sampling_rate=cls.sampling_rate(n), unit=Unit.NODE_DP,
-                       sensitivity_note="one example per node on released aggregates")
+def _configs(p: GAPParams, z: float | None, n_public: int) -> tuple[DPSGDConfig, DPSGDConfig]:
+    enc = DPSGDConfig(lr=p.lr, epochs=p.encoder_epochs, batch_size=p.batch_size, clip=p.clip,
+                      noise_multiplier=z, weight_decay=p.weight_decay, public_size=n_public)
+    cls = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
+                      noise_multiplier=z, weight_decay=p.weight_decay, public_size=n_public)
+    return enc, cls
 
 
-def calibrate_gap(epsilon: float, p: GAPParams, n: int) -> float:
-    """Smallest common noise multiplier with the composed RDP epsilon <= target."""
-    def f(z: float) -> float:
+_ENCODER = DPSGDAccounting(UNIT, 0, "encoder DP-SGD")
+_CLASSIFIER = DPSGDAccounting(UNIT, 0, "classifier DP-SGD (on released aggregates)")
+
+
+def calibrate_gap(epsilon: float, p: GAPParams, n_public: int) -> float:
+    """Smallest common noise multiplier whose three parts, charged exactly as the run charges
+    them, compose (RDP) to at most ``epsilon`` at ``p.delta``."""
+    def total(z: float) -> float:
         acc = Accountant(delta=p.delta)
-        _record(acc, z, p, n)
+        enc, cls = _configs(p, z, n_public)
+        _ENCODER.charge(acc, z, enc.sampling_rate(n_public), enc.steps(n_public))
+        with acc.active():
+            AggregationPerturbation(p.hops, z, p.max_degree).charge()
+        _CLASSIFIER.charge(acc, z, cls.sampling_rate(n_public), cls.steps(n_public))
         with quiet_absl():
-            total = acc.report().total(Unit.NODE_DP)
-        assert total is not None
-        return total.epsilon - epsilon
+            t = acc.report().total(UNIT)
+        assert t is not None
+        return t.epsilon
+
+    def f(z: float) -> float:
+        return total(z) - epsilon
+
     hi = 1.0
     while f(hi) > 0:
         hi *= 2.0
@@ -90,48 +106,51 @@ def calibrate_gap(epsilon: float, p: GAPParams, n: int) -> float:
 def run_gap(ctx: RunContext, private: bool) -> MethodOutput:
     p = ctx.params
     assert isinstance(p, GAPParams)
-    split_rng, deg_rng, enc_rng, ap_rng, cls_rng, test_rng = spawn(ctx.rng, 6)
+    # (the second stream drove the old random degree bounding; kept so the others stay put)
+    split_rng, _, enc_rng, ap_rng, cls_rng, test_rng = spawn(ctx.rng, 6)
     ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
     train = ind.train
-    n = int(train.num_nodes)
-    z = calibrate_gap(ctx.epsilon, p, n) if private and ctx.epsilon is not None else None
+    n = int(train.num_nodes)   # every id of the training universe is present here
+    acc = ctx.accountant
+    z = None
+    if private:
+        assert ctx.epsilon is not None
+        acc.delta = p.delta
+        z = calibrate_gap(ctx.epsilon, p, n)
+    pma = AggregationPerturbation(p.hops, z, p.max_degree, unit=UNIT)
+    if private:  # refuse a graph outside the promise before any noise is drawn
+        check_degree_bound(train.edge_index, n, p.max_degree)
+    enc_cfg, cls_cfg = _configs(p, z, n)
     enc = GAPEncoder(train.x.size(1), ind.num_classes, dim=p.encoder_dim, hidden=p.hidden,
                      dropout=p.dropout)
-    train_dpsgd(enc, mlp_example_loss, (train.x, train.y),
-                DPSGDConfig(lr=p.lr, epochs=p.encoder_epochs, batch_size=p.batch_size,
-                            clip=p.clip, noise_multiplier=z, weight_decay=p.weight_decay),
-                rng=enc_rng)
-    sigma_ap = 0.0 if z is None else z * ap_sensitivity(p.max_degree)
+    train_dpsgd(enc, mlp_example_loss, (train.x, train.y), enc_cfg, rng=enc_rng,
+                accounting=_ENCODER)
 
-    def aggregates(graph: object, rng: object) -> torch.Tensor:
+    def aggregates(graph: object, rng: object, training: bool) -> torch.Tensor:
         with torch.no_grad():
             emb = enc.embed(graph.x)  # type: ignore[attr-defined]
-        ei = bound_degree(graph.edge_index, int(graph.num_nodes),  # type: ignore[attr-defined]
-                          p.max_degree, deg_rng if graph is train else test_rng)
-        hops = aggregation_perturbation(emb, ei, p.hops, sigma_ap, rng)  # type: ignore[arg-type]
+        hops = pma.perturb(emb, graph.edge_index, rng,  # type: ignore[attr-defined,arg-type]
+                           check_bound=training and private,
+                           what="the training graph" if training else "the test graph")
         return torch.cat(hops, dim=1)
 
-    z_train = aggregates(train, ap_rng)
+    z_train = aggregates(train, ap_rng, True)
     cls = GAPClassifier(p.encoder_dim, p.hops, ind.num_classes, hidden=p.hidden,
                         dropout=p.dropout)
-    res = train_dpsgd(cls, mlp_example_loss, (z_train, train.y),
-                      DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size,
-                                  clip=p.clip, noise_multiplier=z,
-                                  weight_decay=p.weight_decay), rng=cls_rng)
-    z_test = aggregates(ind.test, test_rng)
+    res = train_dpsgd(cls, mlp_example_loss, (z_train, train.y), cls_cfg, rng=cls_rng,
+                      accounting=_CLASSIFIER)
+    with evaluation_only():  # the held-out test graph is evaluation data, not a release
+        z_test = aggregates(ind.test, test_rng, False)
     with torch.no_grad():
         logits = cls(z_test)
     metrics = evaluate_logits(logits, ind.test.y, ind.val_idx, ind.test_idx, ind.num_classes)
-    info = {"train_nodes": n, "noise_multiplier": z, "sigma_ap": sigma_ap,
-            "train_seconds": res.seconds}
-    acc = ctx.accountant
+    info = {"train_nodes": n, "noise_multiplier": z, "sigma_ap": pma.sigma,
+            "train_seconds": res.seconds, "max_degree": p.max_degree}
     if not private:
         acc.spend_nonprivate("training graph", "aggregates and gradients without noise",
-                             Unit.NODE_DP)
+                             UNIT)
     else:
         assert z is not None and math.isfinite(z)
-        acc.delta = p.delta
-        _record(acc, z, p, n)
     return MethodOutput(metrics, info)
 
 
@@ -140,8 +159,13 @@ class GAPNodeDP(Method):
     name = "gap-ndp"
     tasks = ("node",)
     private = True
-    summary = "GAP, node-level: DP-SGD encoder + aggregation perturbation + DP-SGD classifier"
+    summary = ("GAP under bounded-degree node-DP: DP-SGD encoder + aggregation perturbation "
+               "+ DP-SGD classifier (training graph must keep degree <= max_degree)")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": GAPParams}
+    budgets: ClassVar[dict[Unit, str]] = {UNIT: "epsilon"}
+    deltas: ClassVar[dict[Unit, str]] = {UNIT: "delta"}
+    budget_split = ("one noise multiplier for encoder DP-SGD, aggregation perturbation and "
+                    "classifier DP-SGD, composed jointly (RDP) to epsilon at delta")
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         return run_gap(ctx, True)

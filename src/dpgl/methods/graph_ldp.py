@@ -29,6 +29,7 @@ and ``dprr`` are registered by :mod:`dpgl.methods.edge_ldp`, which calls
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -56,7 +57,8 @@ from dpgl.mechanisms.poisoning import (
 from dpgl.mechanisms.rr import RR, DirectedReports
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import GraphParams, Params
-from dpgl.privacy import Guarantee, Unit
+from dpgl.privacy import Unit, current_accountant
+from dpgl.privacy.randomizer import record_nonprivate
 from dpgl.rng import spawn
 from dpgl.train import train_graph_classifier
 
@@ -117,7 +119,9 @@ class RandomizedGraph:
     diagnostics."""
 
     reports: DirectedReports
-    noisy_degree: np.ndarray | None = None  # DPRR / LocalLap noisy degrees (analysis only)
+    #: DPRR: every user's noisy degree, which stays on her device (it only sets her sampling
+    #: probability); kept for evaluation-only analysis, never part of the server's data.
+    device_noisy_degree: np.ndarray | None = None
     private: np.ndarray | None = None  # mask of private users
     poisoned: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     flagged: np.ndarray | None = None  # Defense(theta) flags
@@ -181,6 +185,11 @@ class GraphRandomizer:
         lam = self.params.non_private_fraction
         private = draw_private_mask(n, lam, r_mask) if lam > 0 else np.ones(n, dtype=bool)
         noisy = None
+        if lam > 0 and self.method in ("rr", "locallap"):
+            record_nonprivate("non-private users' neighbor lists",
+                              f"{int((~private).sum())} of {n} users send their true lists "
+                              "(DPRR's customized setting): they have no privacy",
+                              Unit.EDGE_LDP)
         if self.method == "nonpriv-full":
             reports = _both_directions(u, v, n)
         elif self.method == "nonpriv-part":
@@ -204,7 +213,6 @@ class GraphRandomizer:
             assert self.lap is not None
             idx = np.flatnonzero(private)
             inside = private[u] & private[v]
-            noisy = np.bincount(np.concatenate([u, v]), minlength=n).astype(np.float64)
             sel_a = np.zeros(0, np.int64)
             sel_b = np.zeros(0, np.int64)
             if idx.size >= 2:
@@ -227,6 +235,42 @@ class GraphRandomizer:
             return float(sum(int(g.edge_index.size(1)) for g in graphs))
         return float(sum(self.rr.expected_reports(int(g.num_nodes), int(g.edge_index.size(1)) // 2)
                          for g in graphs))
+
+
+def _randomize_one(i: int, g: Data, child: np.random.Generator, rand: GraphRandomizer,
+                   params: GraphLDPParams, omegas: tuple[float, float] | None,
+                   theta: float | None, poison_graphs: set[int] | frozenset[int],
+                   stats: dict[str, int], out: list[RandomizedGraph]) -> None:
+    """Graph ``i``: its users' reports, the attack on a training graph and Defense(theta)."""
+    r_main, r_poison = spawn(child, 2)
+    rg = rand(g, r_main)
+    n = int(g.num_nodes)
+    if omegas is not None and params.poison_fraction > 0 and i in poison_graphs:
+        users = draw_poisoned_users(n, params.poison_fraction, r_poison)
+        if users.size:
+            u, v = undirected_pairs(g.edge_index, n)
+            rg.reports = poison_reports(rg.reports, users, u, v, omegas[0], omegas[1],
+                                        r_poison)
+            rg.poisoned = users
+    if theta is not None:
+        eps2 = rand.eps2
+        assert eps2 is not None
+        tau = defense_threshold(n, eps2, theta)
+        flagged = flag_high_degree(rg.reports, tau)
+        keep = ~flagged[rg.reports.user]
+        rg.reports = DirectedReports(rg.reports.user[keep], rg.reports.neighbor[keep], n)
+        rg.flagged = flagged
+        is_poisoned = np.zeros(n, dtype=bool)
+        is_poisoned[rg.poisoned] = True
+        stats["poisoned_users"] += int(is_poisoned.sum())
+        stats["poisoned_flagged"] += int((flagged & is_poisoned).sum())
+        stats["honest_users"] += int((~is_poisoned).sum())
+        stats["honest_flagged"] += int((flagged & ~is_poisoned).sum())
+    else:
+        stats["poisoned_users"] += int(rg.poisoned.size)
+    stats["true_pairs"] += int(g.edge_index.size(1))
+    stats["reported_pairs"] += len(rg.reports)
+    out.append(rg)
 
 
 def randomize_graphs(
@@ -267,36 +311,18 @@ def randomize_graphs(
     out: list[RandomizedGraph] = []
     stats = {"true_pairs": 0, "reported_pairs": 0, "poisoned_users": 0, "poisoned_flagged": 0,
              "honest_users": 0, "honest_flagged": 0}
-    for i, (g, child) in enumerate(zip(graphs, spawn(rng, len(graphs)), strict=True)):
-        r_main, r_poison = spawn(child, 2)
-        rg = rand(g, r_main)
-        n = int(g.num_nodes)
-        if omegas is not None and params.poison_fraction > 0 and i in poison_graphs:
-            users = draw_poisoned_users(n, params.poison_fraction, r_poison)
-            if users.size:
-                u, v = undirected_pairs(g.edge_index, n)
-                rg.reports = poison_reports(rg.reports, users, u, v, omegas[0], omegas[1],
-                                            r_poison)
-                rg.poisoned = users
-        if theta is not None:
-            eps2 = rand.eps2
-            assert eps2 is not None
-            tau = defense_threshold(n, eps2, theta)
-            flagged = flag_high_degree(rg.reports, tau)
-            keep = ~flagged[rg.reports.user]
-            rg.reports = DirectedReports(rg.reports.user[keep], rg.reports.neighbor[keep], n)
-            rg.flagged = flagged
-            is_poisoned = np.zeros(n, dtype=bool)
-            is_poisoned[rg.poisoned] = True
-            stats["poisoned_users"] += int(is_poisoned.sum())
-            stats["poisoned_flagged"] += int((flagged & is_poisoned).sum())
-            stats["honest_users"] += int((~is_poisoned).sum())
-            stats["honest_flagged"] += int((flagged & ~is_poisoned).sum())
-        else:
-            stats["poisoned_users"] += int(rg.poisoned.size)
-        stats["true_pairs"] += int(g.edge_index.size(1))
-        stats["reported_pairs"] += len(rg.reports)
-        out.append(rg)
+    acc = current_accountant()
+    # Each graph's users are different people: parallel composition over the graphs (the
+    # per-user total is the largest over graphs, not their sum).
+    scope = acc.parallel("graphs", "every graph's users are different people") \
+        if acc is not None else contextlib.nullcontext(None)
+    with scope as group:
+        for i, (g, child) in enumerate(zip(graphs, spawn(rng, len(graphs)), strict=True)):
+            member = group.member(f"graph {i}") if group is not None \
+                else contextlib.nullcontext(None)
+            with member:
+                _randomize_one(i, g, child, rand, params, omegas, theta, poison_graphs,
+                               stats, out)
     info: dict[str, Any] = {
         "n_max": n_max,
         "mean_true_pairs": stats["true_pairs"] / len(graphs),
@@ -313,39 +339,18 @@ def randomize_graphs(
     return out, info
 
 
-def _record_privacy(method: str, ctx: RunContext, info: dict[str, Any]) -> None:
+def _record_privacy(method: str, ctx: RunContext) -> None:
+    """Declare what the non-private baselines use as is (the private methods' randomizers
+    charge the run's accountant themselves, per graph, inside :func:`randomize_graphs`)."""
     acc = ctx.accountant
-    p = ctx.params
-    assert isinstance(p, GraphLDPParams)
-    lam = p.non_private_fraction
     if method == "nonpriv-full":
         acc.spend_nonprivate("neighbor lists", "every user's true neighbor list used as is",
                              Unit.EDGE_LDP)
-        return
-    if lam > 0:
+    elif method == "nonpriv-part":
         acc.spend_nonprivate(
             "non-private users' neighbor lists",
-            f"a fraction lambda={lam:g} of the users of each graph (drawn at random) send their "
-            "true lists: these users have NO privacy", Unit.EDGE_LDP)
-    if method == "nonpriv-part":
-        return  # the private users' lists are not used at all
-    eps = ctx.epsilon
-    assert eps is not None
-    if method == "dprr":
-        eps1, eps2 = info["eps1"], info["eps2"]
-        acc.spend("neighbor lists: noisy degree (Laplace, eps1)",
-                  Guarantee(eps1, 0.0, Unit.EDGE_LDP), mechanism="laplace")
-        acc.spend("neighbor lists: RR (eps2) + edge sampling",
-                  Guarantee(eps2, 0.0, Unit.EDGE_LDP), mechanism="randomized-response")
-    elif method == "rr":
-        acc.spend("neighbor lists: Warner RR", Guarantee(eps, 0.0, Unit.EDGE_LDP),
-                  mechanism="randomized-response")
-    else:
-        e1 = p.degree_fraction * eps
-        acc.spend("neighbor lists: noisy degree (Laplace, eps1)",
-                  Guarantee(e1, 0.0, Unit.EDGE_LDP), mechanism="laplace")
-        acc.spend("neighbor lists: Laplace bits (eps2)",
-                  Guarantee(eps - e1, 0.0, Unit.EDGE_LDP), mechanism="laplace")
+            f"a fraction {ctx.params.non_private_fraction:g} of the users of each graph send "
+            "their true lists (the private users' lists are dropped)", Unit.EDGE_LDP)
 
 
 def to_training_graph(rg: RandomizedGraph, y: torch.Tensor, symmetrize: str) -> Data:
@@ -369,7 +374,7 @@ def fit_graph_ldp(method: str, ctx: RunContext) -> MethodOutput:
     randomized, info = randomize_graphs(method, list(ds.graphs), ctx.epsilon, p, noise_rng,
                                         poison_graphs=frozenset(int(i) for i in tr))
     info["randomize_seconds"] = time.perf_counter() - start
-    _record_privacy(method, ctx, info)
+    _record_privacy(method, ctx)
     graphs = [to_training_graph(rg, g.y, p.symmetrize)
               for rg, g in zip(randomized, ds.graphs, strict=True)]
     del randomized
@@ -396,6 +401,11 @@ class _GraphOnly(Method):
 class LocalLapGraph(_GraphOnly):
     name = "locallap"
     private = True
+    budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
+    budget_split = "degree_fraction to the noisy degree, the rest to Laplace noise on every bit"
+
+    def unprotected_by_choice(self, params: Params) -> set[Unit]:
+        return {Unit.EDGE_LDP} if getattr(params, "non_private_fraction", 0.0) > 0 else set()
     summary = ("LocalLap (DPRR paper baseline): Laplace on every bit + noisy degree "
                "(eps/10), top-T server; graph classification with GIN-0")
 

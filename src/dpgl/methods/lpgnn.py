@@ -19,10 +19,11 @@ from typing import ClassVar, Literal
 
 import torch
 from pydantic import Field
+from torch_geometric.data import Data
 
 from dpgl.estimators.smoothing import denoise_labels
-from dpgl.mechanisms.features import CollectFeatures
-from dpgl.mechanisms.labels import CollectLabels
+from dpgl.mechanisms.features import CollectFeatures, public_feature_range
+from dpgl.mechanisms.labels import CollectLabels, LabelRR
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
 from dpgl.methods.params import NodeParams, Params
@@ -42,7 +43,6 @@ from dpgl.train import TrainConfig, train_node_classifier
 class LpgnnParams(NodeParams):
     """LPGNN options (defaults: LPGNN Sec. 5.1 / Table 2 style architecture)."""
 
-    normalize_features: bool = True          # features in [alpha, beta] = [0, 1]
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
     batch_norm: bool = True
     weight_decay: float = Field(1e-3, ge=0)
@@ -51,6 +51,10 @@ class LpgnnParams(NodeParams):
     feature_mechanism: Literal["multibit", "1bit", "gaussian", "laplace"] = "multibit"
     m: int | Literal["best", "max"] = "best"
     gaussian_delta: float = Field(1e-4, gt=0, lt=1)
+    #: the public range [alpha, beta] of the feature values (LPGNN Sec. 3); default: the
+    #: dataset's own public range ([0, 1] for binary features)
+    feature_low: float | None = None
+    feature_high: float | None = None
     steps: int = Field(4, ge=0, le=256)        # K of KProp on the features
     aggregator: Literal["gcn", "mean"] = "gcn"
     self_loops: bool = False
@@ -63,42 +67,49 @@ class LpgnnParams(NodeParams):
     propagation: Literal["auto", "precompute", "factorized"] = "auto"
 
 
-def label_targets(ctx: RunContext, y: torch.Tensor, split: tuple[torch.Tensor, ...],
-                  edge_index: torch.Tensor, num_nodes: int, *, label_epsilon: float | None,
-                  denoise: str, steps: int, forward_correction: bool, rng: object,
-                  source: str = "labels") -> tuple[torch.Tensor, torch.Tensor,
-                                                   LabelPropagationHead | None, dict]:
-    """Record the label release and return (y_eval, train_targets, head factory args, info).
-
-    Without ``label_epsilon`` the true labels are used (recorded as non-private). With it,
-    every user's label goes through k-RR; the server validates on the noisy validation labels
-    (test metrics still use the true labels held by the evaluator), and with
-    ``denoise="drop"`` trains on propagated targets with a propagated, forward-corrected head.
-    Returns ``(y_eval, targets, (adj, steps, T) | None, info)``.
-    """
-    acc = ctx.accountant
-    train, val, _ = split
+def collect_labels(ctx: RunContext, y: torch.Tensor, label_epsilon: float | None, rng: object,
+                   *, source: str = "labels") -> tuple[torch.Tensor | None, LabelRR | None]:
+    """Every user's label report (k-RR with ``label_epsilon``; the randomizer charges the run's
+    accountant), or ``(None, None)`` when the labels are used as is (recorded as such)."""
     if label_epsilon is None:
-        acc.spend_nonprivate(source, "true training/validation labels used as is",
-                             Unit.LABEL_LDP)
-        return y, y, None, {}
+        ctx.accountant.spend_nonprivate(source, "true training/validation labels used as is",
+                                        Unit.LABEL_LDP)
+        return None, None
     num_classes = int(y.max()) + 1
     collector = CollectLabels(label_epsilon, num_classes, seed=rng)  # type: ignore[arg-type]
-    y_noisy = collector.mechanism.randomize(y, collector.rng)
-    acc.spend(source, collector.guarantee, mechanism="k-ary randomized response (LPGNN Eq. 7)")
+    y_noisy = collector(Data(y=y, num_nodes=int(y.numel()))).y
+    return y_noisy, collector.mechanism
+
+
+def label_targets(y: torch.Tensor, y_noisy: torch.Tensor | None, mechanism: LabelRR | None,
+                  split: tuple[torch.Tensor, ...], edge_index: torch.Tensor, num_nodes: int, *,
+                  denoise: str, steps: int, forward_correction: bool
+                  ) -> tuple[torch.Tensor, torch.Tensor, tuple | None, dict[str, float]]:
+    """The labels training uses: ``(y_eval, train_targets, head factory args, diagnostics)``.
+
+    Without reports (``y_noisy`` None) the true labels. With them, the server validates on
+    the reported validation labels (test metrics still use the true labels held by the
+    evaluator), and with ``denoise="drop"`` trains on propagated targets with a propagated,
+    forward-corrected head. The diagnostics (noise rates against the true labels) are
+    evaluation-only.
+    """
+    train, val, _ = split
+    if y_noisy is None or mechanism is None:
+        return y, y, None, {}
+    num_classes = mechanism.num_classes
     y_eval = y.clone()
     y_eval[val] = y_noisy[val]
     labelled = torch.cat([train, val])
-    info = {"label_noise_rate_train": float((y_noisy[train] != y[train]).float().mean())}
+    diag = {"label_noise_rate_train": float((y_noisy[train] != y[train]).float().mean())}
     if denoise == "none":
-        return y_eval, y_noisy, None, info
+        return y_eval, y_noisy, None, diag
     adj = kprop_matrix(edge_index, num_nodes, aggregator="gcn", operator=True) \
         if steps > 0 else None
     targets = denoise_labels(y_noisy, labelled, num_classes, adj, steps)
-    info["label_error_rate_train_after_denoise"] = float(
+    diag["label_error_rate_train_after_denoise"] = float(
         (targets[train] != y[train]).float().mean())
-    transition = collector.mechanism.transition_matrix() if forward_correction else None
-    return y_eval, targets, (adj, steps, transition), info  # type: ignore[return-value]
+    transition = mechanism.transition_matrix() if forward_correction else None
+    return y_eval, targets, (adj, steps, transition), diag
 
 
 @register
@@ -110,6 +121,11 @@ class LPGNN(Method):
     summary = ("LPGNN: feature-LDP (multi-bit) + KProp over the known graph; optional "
                "label-LDP with KProp label denoising (epsilon = feature budget)")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": LpgnnParams}
+    budgets: ClassVar[dict[Unit, str]] = {Unit.FEATURE_LDP: "epsilon",
+                                          Unit.LABEL_LDP: "label_epsilon"}
+    deltas: ClassVar[dict[Unit, str]] = {Unit.FEATURE_LDP: "gaussian_delta"}
+    budget_split = ("all of epsilon to each user's feature report; labels: label_epsilon "
+                    "(k-RR) if set, else used as is; the graph is known to the server")
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
@@ -118,33 +134,33 @@ class LPGNN(Method):
         data = ctx.dataset
         n = int(data.num_nodes)
         acc = ctx.accountant
-        split = node_split(ctx, data)
         feat_rng, label_rng = spawn(ctx.rng, 2)
+        y_noisy, label_mech = collect_labels(ctx, data.y, p.label_epsilon, label_rng)
+        split = node_split(ctx, data, labels=y_noisy)  # stratified on reports when private
         acc.spend_nonprivate("graph", "LPGNN threat model: the server knows the graph",
                              Unit.EDGE_LDP)
-        collector = CollectFeatures(ctx.epsilon, p.feature_mechanism, alpha=0.0, beta=1.0,
+        frange = public_feature_range(data, p.feature_low, p.feature_high)
+        collector = CollectFeatures(ctx.epsilon, p.feature_mechanism, feature_range=frange,
                                     m=p.m, delta=p.gaussian_delta, seed=feat_rng)
-        x_noisy = collector(data).x
+        x_noisy = collector(data).x  # every user's report; the randomizer charges
         d = int(x_noisy.size(1))
         rand = collector.randomizer_for(d)
-        acc.spend("features", rand.guarantee, mechanism=rand.describe())
         factorized = p.propagation == "factorized" or (
             p.propagation == "auto" and n * d > 20_000_000)
         adj = kprop_matrix(data.edge_index, n, aggregator=p.aggregator,
                            self_loops=p.self_loops, operator=factorized)
-        # features normalized to [0, 1]: the reports' centre is 1/2
-        xk = centred_sparse(x_noisy, 0.5) if factorized else kprop(x_noisy, adj, p.steps)
-        y_eval, targets, head, info = label_targets(
-            ctx, data.y, split, data.edge_index, n, label_epsilon=p.label_epsilon,
-            denoise=p.label_denoise, steps=p.label_steps,
-            forward_correction=p.forward_correction, rng=label_rng)
+        center = frange.center  # the reports' centre (alpha + beta) / 2
+        xk = centred_sparse(x_noisy, center) if factorized else kprop(x_noisy, adj, p.steps)
+        y_eval, targets, head, diag = label_targets(
+            data.y, y_noisy, label_mech, split, data.edge_index, n, denoise=p.label_denoise,
+            steps=p.label_steps, forward_correction=p.forward_correction)
         num_classes = int(data.y.max()) + 1
         with torch.random.fork_rng(devices=[]):  # the trainer re-initializes from the seed
             net: torch.nn.Module = KPropGNN(d, num_classes, hidden=p.hidden, dropout=p.dropout,
                                             activation=p.activation, batch_norm=p.batch_norm,
                                             second_layer=ctx.model,
                                             propagate=(adj, p.steps) if factorized else None,
-                                            center=0.5)
+                                            center=center)
         if head is not None:
             net = LabelPropagationHead(net, *head)
         graph = PreparedGraph(data.edge_index, n)
@@ -153,8 +169,9 @@ class LPGNN(Method):
             TrainConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs,
                         patience=p.patience),
             seed=int(ctx.rng.integers(2**31)), train_targets=targets)
-        info.update({"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-                     "train_seconds": result.seconds, "feature_m": rand.m,
-                     "feature_mechanism": p.feature_mechanism, "steps": p.steps,
-                     "factorized_propagation": factorized})
-        return MethodOutput(result.metrics, info)
+        info = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
+                "train_seconds": result.seconds, "feature_m": rand.m,
+                "feature_mechanism": p.feature_mechanism, "steps": p.steps,
+                "factorized_propagation": factorized, "feature_range": str(frange)}
+        diag["feature_values_clipped"] = collector.clipped
+        return MethodOutput(result.metrics, info, diag)

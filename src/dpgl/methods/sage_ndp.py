@@ -1,14 +1,17 @@
 """DP-SAGE (Daigavane, Madan, Sinha, Thakurta, Aggarwal & Jain, "Node-Level Differentially
-Private Graph Neural Networks", 2021): a one-layer GNN on a degree-bounded neighbourhood,
-trained with DP-SGD, in DPAR's inductive setting.
+Private Graph Neural Networks", 2021): a one-layer GNN trained with DP-SGD, in DPAR's
+inductive setting, under **bounded-degree node-DP** (``Unit.BOUNDED_NODE_DP``).
 
-After degree bounding (:func:`dpgl.central.aggregation.bound_in_degree_sample`, in- and
-out-degree <= D) a node's data enters its own example and the examples of at most D other
-nodes (those it sends a message to). Accounting: the multi-term RDP bound of
-:mod:`dpgl.central.accounting` (Daigavane et al. Thm 1, written for Poisson sampling: own
-term shift C, each other term 2 C), converted to (eps, delta) and recorded in the accountant
-as one approximate-DP part. The degree-bounding step itself is taken as in the paper (see
-docs/node-dp.md: removing a node can change which edges *other* nodes keep).
+Node v's example is (x_v, the features of all its in-neighbours, y_v). On graphs whose in- and
+out-degrees are <= D (a public bound the training graph must keep; checked), removing a node
+removes its own example and changes the examples of its <= D out-neighbours (they aggregate
+it), and no other example: there is no sampling step whose choices depend on other nodes.
+DP-SGD is then charged with the multi-term RDP bound (own shift C, each of the D others 2 C;
+:mod:`dpgl.privacy.multiterm`), the form of Daigavane et al. Thm 1 for Poisson sampling.
+
+Daigavane et al. sample a degree-bounded subgraph instead; removing a node changes other
+nodes' samples (it changes their in-degrees and frees slots), so more than 1 + D examples can
+change and the count their theorem uses does not hold on all graphs (docs/node-dp.md).
 ``sage-nonprivate`` trains the same model without clipping and noise.
 """
 
@@ -20,82 +23,98 @@ import numpy as np
 import torch
 from pydantic import Field
 
-from dpgl.central.accounting import calibrate_multiterm, multiterm_epsilon
-from dpgl.central.aggregation import bound_in_degree_sample
+from dpgl.central.aggregation import check_degree_bound
 from dpgl.central.inductive import evaluate_logits, make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import SAGE1, sage_example_loss
-from dpgl.privacy import Guarantee, Unit
+from dpgl.privacy import Unit
+from dpgl.privacy.multiterm import calibrate_multiterm
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDConfig, train_dpsgd
+from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
 
 __all__ = ["SAGEParams"]
+
+UNIT = Unit.BOUNDED_NODE_DP
 
 
 class SAGEParams(NodeDPParams):
     epochs: int = Field(100, ge=1)
+    #: public bound D on every in- and out-degree of the training graph (bounded-degree
+    #: node-DP); a training graph above it is refused
     max_degree: int = Field(5, ge=1)
 
 
-def _neighbourhoods(x: torch.Tensor, edge_index: torch.Tensor, n: int, d: int
-                    ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Padded in-neighbour features [n, D, f] and mask [n, D] of a degree-bounded graph."""
+def neighbourhoods(x: torch.Tensor, edge_index: torch.Tensor, n: int, d: int
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded in-neighbour features [n, D, f] and mask [n, D]: every in-neighbour of every
+    node (the graph keeps in-degree <= D; a larger in-degree is refused)."""
     src, dst = edge_index[0].numpy(), edge_index[1].numpy()
     order = np.argsort(dst, kind="stable")
     src, dst = src[order], dst[order]
     first = np.searchsorted(dst, np.arange(n))
     slot = np.arange(dst.size) - first[dst]
+    if slot.size and int(slot.max()) >= d:
+        raise ValueError(f"in-degree above max_degree={d}")  # check_degree_bound runs first
     idx = np.zeros((n, d), dtype=np.int64)
     mask = np.zeros((n, d), dtype=np.float32)
-    ok = slot < d
-    idx[dst[ok], slot[ok]] = src[ok]
-    mask[dst[ok], slot[ok]] = 1.0
+    idx[dst, slot] = src
+    mask[dst, slot] = 1.0
     return x[torch.from_numpy(idx)], torch.from_numpy(mask)
 
 
 def run_sage(ctx: RunContext, private: bool) -> MethodOutput:
     p = ctx.params
     assert isinstance(p, SAGEParams)
-    split_rng, deg_rng, sgd_rng, test_rng = spawn(ctx.rng, 4)
+    # (the second and fourth streams drove the old degree-bounded sampling)
+    split_rng, _, sgd_rng, _ = spawn(ctx.rng, 4)
     ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
-    tr = ind.train
-    n = int(tr.num_nodes)
-    ei = bound_in_degree_sample(tr.edge_index, n, p.max_degree, deg_rng)
-    nb, mask = _neighbourhoods(tr.x, ei, n, p.max_degree)
-    probe = DPSGDConfig(epochs=p.epochs, batch_size=p.batch_size, clip=p.clip)
+    tr, te = ind.train, ind.test
+    n = int(tr.num_nodes)  # every id of the training universe is present here
+    if private:  # bounded-degree node-DP: the training graph must keep the promise
+        check_degree_bound(tr.edge_index, n, p.max_degree)
+        train_edges = tr.edge_index
+    else:        # the non-private baseline caps in-neighbourhoods at D for the same model
+        train_edges = _first_in_edges(tr.edge_index, n, p.max_degree)
+    nb, mask = neighbourhoods(tr.x, train_edges, n, p.max_degree)
+    probe = DPSGDConfig(epochs=p.epochs, batch_size=p.batch_size, clip=p.clip, public_size=n)
     q, steps = probe.sampling_rate(n), probe.steps(n)
     z = None
     if private:
         assert ctx.epsilon is not None
+        ctx.accountant.delta = p.delta
         z = calibrate_multiterm(ctx.epsilon, p.delta, q, steps, p.max_degree)
     model = SAGE1(tr.x.size(1), ind.num_classes, hidden=p.hidden, max_degree=p.max_degree,
                   dropout=p.dropout)
     res = train_dpsgd(model, sage_example_loss, (tr.x, nb, mask, tr.y),
                       DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size,
                                   clip=p.clip, noise_multiplier=z,
-                                  weight_decay=p.weight_decay), rng=sgd_rng)
-    te = ind.test
+                                  weight_decay=p.weight_decay, public_size=n), rng=sgd_rng,
+                      accounting=DPSGDAccounting(UNIT, p.max_degree, "DP-SGD (1-layer GNN)"))
     m = int(te.num_nodes)
-    tei = bound_in_degree_sample(te.edge_index, m, p.max_degree, test_rng)
-    tnb, tmask = _neighbourhoods(te.x, tei, m, p.max_degree)
+    # evaluation on the held-out test graph: its in-neighbourhoods capped at D for the model
+    keep = _first_in_edges(te.edge_index, m, p.max_degree)
+    tnb, tmask = neighbourhoods(te.x, keep, m, p.max_degree)
     with torch.no_grad():
         logits = model(te.x, tnb, tmask)
     metrics = evaluate_logits(logits, te.y, ind.val_idx, ind.test_idx, ind.num_classes)
     info = {"train_nodes": n, "sgd_steps": steps, "sgd_sampling_rate": q,
-            "noise_multiplier": z, "train_seconds": res.seconds}
-    acc = ctx.accountant
+            "noise_multiplier": z, "train_seconds": res.seconds, "max_degree": p.max_degree}
     if not private:
-        acc.spend_nonprivate("training graph", "neighbourhoods and gradients without noise",
-                             Unit.NODE_DP)
-        return MethodOutput(metrics, info)
-    assert z is not None
-    eps = multiterm_epsilon(z, q, steps, p.max_degree, p.delta)
-    acc.spend("DP-SGD (1-layer GNN)", Guarantee(eps, p.delta, Unit.NODE_DP),
-              mechanism=f"multi-term DP-SGD, 1 + {p.max_degree} terms per node, Poisson "
-                        f"rate {q:.4g}, {steps} steps, noise multiplier {z:.4g} (RDP, "
-                        "Daigavane et al. Thm 1 form)")
+        ctx.accountant.spend_nonprivate("training graph",
+                                        "neighbourhoods and gradients without noise", UNIT)
     return MethodOutput(metrics, info)
+
+
+def _first_in_edges(edge_index: torch.Tensor, n: int, d: int) -> torch.Tensor:
+    """At most ``d`` in-edges per node (the first by source id): the model's input shape on a
+    held-out evaluation graph, which the training guarantee does not cover."""
+    ei = edge_index.numpy()
+    order = np.lexsort((ei[0], ei[1]))
+    src, dst = ei[0][order], ei[1][order]
+    first = np.searchsorted(dst, np.arange(n))
+    ok = (np.arange(dst.size) - first[dst]) < d
+    return torch.from_numpy(np.stack([src[ok], dst[ok]]))
 
 
 @register
@@ -103,8 +122,12 @@ class SAGENodeDP(Method):
     name = "sage-ndp"
     tasks = ("node",)
     private = True
-    summary = "DP-SAGE: 1-layer GNN, degree-bounded sampling, multi-term DP-SGD (node DP)"
+    summary = ("DP-SAGE under bounded-degree node-DP: 1-layer GNN, multi-term DP-SGD "
+               "(training graph must keep degree <= max_degree)")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": SAGEParams}
+    budgets: ClassVar[dict[Unit, str]] = {UNIT: "epsilon"}
+    deltas: ClassVar[dict[Unit, str]] = {UNIT: "delta"}
+    budget_split = "all of epsilon to DP-SGD (1 + max_degree examples per node, RDP)"
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         return run_sage(ctx, True)

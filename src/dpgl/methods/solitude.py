@@ -31,11 +31,11 @@ from pydantic import Field
 
 from dpgl.estimators.smoothing import feature_smoothing
 from dpgl.estimators.solitude import SolitudeConfig, StructureLearner, WeightedGNN, train_solitude
-from dpgl.mechanisms.features import CollectFeatures
+from dpgl.mechanisms.features import CollectFeatures, public_feature_range
 from dpgl.mechanisms.rr import RRTransform
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
-from dpgl.methods.lpgnn import label_targets
+from dpgl.methods.lpgnn import collect_labels, label_targets
 from dpgl.methods.params import NodeParams, Params
 from dpgl.nn.kprop import LabelPropagationHead
 from dpgl.privacy import Unit
@@ -56,9 +56,11 @@ class SolitudeLinkParams(NodeParams):
 
 
 class SolitudeParams(SolitudeLinkParams):
-    normalize_features: bool = True
     variant: Literal["solitude", "lpgnn", "base"] = "solitude"
     feature_epsilon: float = Field(1.0, gt=0)
+    #: public feature range (default: the dataset's own, [0, 1] for binary features)
+    feature_low: float | None = None
+    feature_high: float | None = None
     feature_steps: int = Field(4, ge=0, le=256)   # l_x (Eq. 11)
     label_epsilon: float | None = Field(None, gt=0)
     label_steps: int = Field(0, ge=0, le=256)     # l_y (Eq. 12)
@@ -77,9 +79,8 @@ def _config(p: SolitudeLinkParams, structure_learning: bool) -> SolitudeConfig:
 
 
 def _noisy_graph(ctx: RunContext, epsilon: float, rng: object) -> torch.Tensor:
+    """Every user's RR neighbor list (the randomizer charges the run's accountant)."""
     rr = RRTransform(epsilon, symmetrize="directed", seed=rng)  # type: ignore[arg-type]
-    ctx.accountant.spend("neighbor lists", rr.guarantee,
-                         mechanism="Warner RR on every bit of the neighbor list")
     return rr(ctx.dataset).edge_index
 
 
@@ -92,6 +93,11 @@ class Solitude(Method):
     summary = ("Solitude: RR neighbor lists (epsilon = eps_a) + multi-bit features "
                "(feature_epsilon) + calibration and structure learning (Eq. 11-14)")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": SolitudeParams}
+    budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon",
+                                          Unit.FEATURE_LDP: "feature_epsilon",
+                                          Unit.LABEL_LDP: "label_epsilon"}
+    budget_split = ("epsilon to RR on every neighbor-list bit; feature_epsilon to each user's "
+                    "feature report; label_epsilon (k-RR) if set, else labels used as is")
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
@@ -99,21 +105,23 @@ class Solitude(Method):
         assert ctx.epsilon is not None
         data = ctx.dataset
         n = int(data.num_nodes)
-        split = node_split(ctx, data)
         edge_rng, feat_rng, label_rng = spawn(ctx.rng, 3)
+        y_noisy, label_mech = collect_labels(ctx, data.y, p.label_epsilon, label_rng)
+        split = node_split(ctx, data, labels=y_noisy)  # stratified on reports when private
         noisy_ei = _noisy_graph(ctx, ctx.epsilon, edge_rng)
-        collector = CollectFeatures(p.feature_epsilon, "multibit", seed=feat_rng)
-        x_noisy = collector(data).x
+        frange = public_feature_range(data, p.feature_low, p.feature_high)
+        collector = CollectFeatures(p.feature_epsilon, "multibit", feature_range=frange,
+                                    seed=feat_rng)
+        x_noisy = collector(data).x  # every user's report; the randomizer charges
         rand = collector.randomizer_for(int(x_noisy.size(1)))
-        ctx.accountant.spend("features", rand.guarantee, mechanism=rand.describe())
         calibrate = p.variant != "base"
         x = feature_smoothing(x_noisy, noisy_ei, n, p.feature_steps if calibrate else 0)
         if p.standardize_features:
             x = (x - x.mean(dim=0)) / x.std(dim=0).clamp_min(1e-12)
-        y_eval, targets, head, info = label_targets(
-            ctx, data.y, split, noisy_ei, n, label_epsilon=p.label_epsilon,
+        y_eval, targets, head, diag = label_targets(
+            data.y, y_noisy, label_mech, split, noisy_ei, n,
             denoise="drop" if calibrate else "none", steps=p.label_steps if calibrate else 0,
-            forward_correction=p.forward_correction, rng=label_rng)
+            forward_correction=p.forward_correction)
         output = LabelPropagationHead(torch.nn.Identity(), *head) if head is not None else None
         num_classes = int(data.y.max()) + 1
         with torch.random.fork_rng(devices=[]):
@@ -124,15 +132,16 @@ class Solitude(Method):
         result = train_solitude(model, learner, x, y_eval, targets, split,
                                 _config(p, p.structure_learning and p.variant == "solitude"),
                                 seed=int(ctx.rng.integers(2**31)), output=output)
-        info.update({
+        info = {
             "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
             "train_seconds": result.seconds, "noisy_edges": int(noisy_ei.size(1)),
             "kept_edges": result.kept_edges, "mean_edge_weight": result.mean_weight,
             "candidate_edges": int(learner.edge_index.size(1)),
             "per_user_edge_feature_epsilon": float(ctx.epsilon + p.feature_epsilon),
-            "feature_m": rand.m, "variant": p.variant,
-        })
-        return MethodOutput(result.metrics, info)
+            "feature_m": rand.m, "variant": p.variant, "feature_range": str(frange),
+        }
+        diag["feature_values_clipped"] = collector.clipped
+        return MethodOutput(result.metrics, info, diag)
 
 
 @register
@@ -144,6 +153,8 @@ class SolitudeLink(Method):
     summary = ("Solitude's edge part under Blink's protocol: RR neighbor lists + structure "
                "learning; true features and labels")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": SolitudeLinkParams}
+    budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
+    budget_split = "all of epsilon to RR on every neighbor-list bit"
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
@@ -155,7 +166,8 @@ class SolitudeLink(Method):
         split = node_split(ctx, data)
         (edge_rng,) = spawn(ctx.rng, 1)
         noisy_ei = _noisy_graph(ctx, ctx.epsilon, edge_rng)
-        acc.spend_nonprivate("features", "true node features used as is", Unit.FEATURE_LDP)
+        acc.spend_nonprivate("node features", "true node features used as is",
+                             Unit.FEATURE_LDP)
         acc.spend_nonprivate("labels", "true training labels used as is", Unit.LABEL_LDP)
         num_classes = int(data.y.max()) + 1
         with torch.random.fork_rng(devices=[]):

@@ -7,10 +7,12 @@ unit, guarantee and proof reference.
 from dpgl.privacy.accountant import (
     Accountant,
     GaussianSpend,
-    PrivacyReport,
-    ReportEntry,
+    ParallelScope,
+    current_accountant,
+    evaluation_only,
     gaussian_dp_event,
 )
+from dpgl.privacy.amplification import amplify_by_subsampling, subsampled_inner_target
 from dpgl.privacy.audit import (
     AUDITABLE_MECHANISMS,
     AuditResult,
@@ -54,9 +56,12 @@ from dpgl.privacy.laplace import DiscreteLaplace, LaplaceMechanism, sample_discr
 from dpgl.privacy.multibit import ClippingWarning, MultiBit, multibit_variance, optimal_m
 from dpgl.privacy.one_bit import OneBit, one_bit_estimate, one_bit_probability
 from dpgl.privacy.randomized_response import KRandomizedResponse, RandomizedResponse
+from dpgl.privacy.randomizer import Randomizer, compose_parts
+from dpgl.privacy.report import UNIT_SUBJECTS, PrivacyReport, ReportEntry
 
 __all__ = [
     "AUDITABLE_MECHANISMS",
+    "UNIT_SUBJECTS",
     "Accountant",
     "AuditResult",
     "ClippingWarning",
@@ -70,12 +75,15 @@ __all__ = [
     "LaplaceMechanism",
     "MultiBit",
     "OneBit",
+    "ParallelScope",
     "PrivacyReport",
     "RandomizedResponse",
+    "Randomizer",
     "ReportEntry",
     "Unit",
     "advanced_composition",
     "advanced_composition_epsilon",
+    "amplify_by_subsampling",
     "analytic_gaussian_delta",
     "analytic_gaussian_epsilon",
     "analytic_gaussian_sigma",
@@ -85,7 +93,10 @@ __all__ = [
     "check_epsilon",
     "check_fraction",
     "classic_gaussian_sigma",
+    "compose_parts",
+    "current_accountant",
     "edge_ldp_to_relationship_dp",
+    "evaluation_only",
     "gaussian_dp_event",
     "gaussian_epsilon",
     "gaussian_noise_multiplier",
@@ -101,5 +112,6 @@ __all__ = [
     "per_release_epsilon",
     "run_audit",
     "sample_discrete_laplace",
+    "subsampled_inner_target",
     "symmetric_edge_ldp_to_relationship_dp",
 ]

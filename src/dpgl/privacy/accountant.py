@@ -1,4 +1,10 @@
-"""One accountant per run: what each part of a run spends, per protected unit, and the report.
+"""One accountant per run: what each part of a run spends, per protected unit.
+
+The accountant is fed by the objects that draw privacy noise, when they draw (Opacus' pattern:
+the optimizer feeds the accountant). A run *activates* its accountant
+(``with accountant.active(): ...``); every randomizer charges :func:`current_accountant` with
+the guarantee of the parameters it actually drew with (:class:`dpgl.privacy.Randomizer`).
+Methods never compute a budget; they choose parameters and call randomizers.
 
 Composition rules (documented in docs/privacy.md):
 
@@ -10,33 +16,44 @@ Composition rules (documented in docs/privacy.md):
   is composed k-fold by ``composition="basic" | "advanced" | "optimal" | "best"``
   (see :mod:`dpgl.privacy.composition`).
 * Gaussian parts (``spend_gaussian``) are dp-accounting events (Gaussian, Poisson-subsampled
-  or fixed-size-subsampled Gaussian, self-composed over steps). All Gaussian parts of one unit
-  are composed jointly in dp-accounting's RDP or PLD accountant and converted to epsilon at the
-  report's target delta; the result is then added to the unit's pure/approximate parts by basic
-  composition (epsilons add, deltas add).
+  or fixed-size-subsampled Gaussian, self-composed over steps); RDP parts (``spend_rdp``) are
+  RDP curves over :data:`dpgl.privacy.multiterm.ORDERS`. All Gaussian and RDP parts of one
+  unit are composed jointly (dp-accounting's RDP or PLD accountant; RDP whenever an RDP curve
+  is present) and converted to epsilon at the report's target delta; the result is then added
+  to the unit's pure/approximate parts by basic composition.
 * ``spend_nonprivate`` marks a unit's data as used without protection: that unit's total is
   "no privacy" (epsilon = inf), stated plainly in the report.
+* Scopes: :meth:`Accountant.parallel` (members hold disjoint sets of protected units, e.g. the
+  users of different graphs: parallel composition, the total is the maximum over members;
+  McSherry 2009) and :meth:`Accountant.subsampled` (everything charged inside ran on a Poisson
+  sample of rate q: amplification by subsampling, :mod:`dpgl.privacy.amplification`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from importlib import metadata
-from typing import Any
 
 import dp_accounting
+import numpy as np
 from dp_accounting import pld, rdp
 
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.privacy._validation import check_positive, check_positive_int, check_unit
+from dpgl.privacy.amplification import amplify_by_subsampling
 from dpgl.privacy.composition import (
     advanced_composition,
     best_composition,
     optimal_composition,
 )
 from dpgl.privacy.guarantee import Guarantee, Unit, check_delta, check_fraction
+from dpgl.privacy.multiterm import ORDERS, rdp_to_epsilon
+from dpgl.privacy.report import LOCAL_UNITS, PrivacyReport, ReportEntry
 
 __all__ = [
     "COMPOSITIONS",
@@ -44,8 +61,11 @@ __all__ = [
     "METHODS",
     "Accountant",
     "GaussianSpend",
+    "ParallelScope",
     "PrivacyReport",
     "ReportEntry",
+    "current_accountant",
+    "evaluation_only",
     "gaussian_dp_event",
     "make_dp_accountant",
 ]
@@ -53,10 +73,28 @@ __all__ = [
 COMPOSITIONS = ("basic", "advanced", "optimal", "best")
 METHODS = ("rdp", "pld")
 SAMPLINGS = ("poisson", "fixed")
-#: Units whose parts compose into the per-user local guarantee (Unit.USER_LDP).
-LOCAL_UNITS = (Unit.EDGE_LDP, Unit.FEATURE_LDP, Unit.LABEL_LDP, Unit.USER_LDP)
 
 _NR = dp_accounting.NeighboringRelation
+_ACTIVE: contextvars.ContextVar[Accountant | None] = contextvars.ContextVar(
+    "dpgl_active_accountant", default=None)
+
+
+def current_accountant() -> Accountant | None:
+    """The accountant activated by the innermost ``with accountant.active():`` (or None)."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def evaluation_only() -> Iterator[Accountant]:
+    """Randomizers run inside draw noise on *held-out evaluation data* (e.g. GAP's aggregation
+    on the inductive test graph), which is not a release of the protected training data: their
+    charges go to a fresh accountant that is discarded. Use it only for evaluation."""
+    scratch = Accountant()
+    token = _ACTIVE.set(scratch)
+    try:
+        yield scratch
+    finally:
+        _ACTIVE.reset(token)
 
 
 def _dp_accounting_version() -> str:
@@ -64,14 +102,6 @@ def _dp_accounting_version() -> str:
         return metadata.version("dp-accounting")
     except metadata.PackageNotFoundError:  # pragma: no cover - always installed
         return "unknown"
-
-
-def _fmt_eps(eps: float) -> str:
-    return "inf" if math.isinf(eps) else f"{eps:.4g}"
-
-
-def _fmt_delta(delta: float) -> str:
-    return "0" if delta == 0 else f"{delta:.3g}"
 
 
 # --------------------------------------------------------------------------- Gaussian events
@@ -130,26 +160,44 @@ def gaussian_dp_event(spend: GaussianSpend) -> dp_accounting.DpEvent:
     return event if spend.steps == 1 else dp_accounting.SelfComposedDpEvent(event, spend.steps)
 
 
-def make_dp_accountant(method: str, relation: str | None) -> dp_accounting.PrivacyAccountant:
+def make_dp_accountant(method: str, relation: str | None, *, orders: np.ndarray | None = None
+                       ) -> dp_accounting.PrivacyAccountant:
     """A fresh dp-accounting RDP or PLD accountant for the given neighbouring relation."""
     nr = _NR.REPLACE_ONE if relation == "replace_one" else _NR.ADD_OR_REMOVE_ONE
     if method == "rdp":
+        if orders is not None:
+            return rdp.RdpAccountant(orders=list(orders), neighboring_relation=nr)
         return rdp.RdpAccountant(neighboring_relation=nr)
     if method == "pld":
         return pld.PLDAccountant(neighboring_relation=nr)
     raise ConfigError(f"unknown accounting method {method!r}; choose one of: {', '.join(METHODS)}")
 
 
-def _gaussian_epsilon(spends: list[GaussianSpend], delta: float, method: str
-                      ) -> tuple[float, str]:
-    """Jointly compose Gaussian parts in dp-accounting; returns (epsilon, method used)."""
+def _relation(spends: list[GaussianSpend]) -> str | None:
     relations = {s.relation for s in spends} - {None}
-    relation = relations.pop() if relations else None
+    return relations.pop() if relations else None
+
+
+def _joint_epsilon(spends: list[GaussianSpend], curves: list[np.ndarray], delta: float,
+                   method: str) -> tuple[float, str]:
+    """Jointly compose Gaussian events and RDP curves; returns (epsilon, method used)."""
+    relation = _relation(spends)
     used = method
-    if method == "pld" and relation == "replace_one":
+    if curves:
+        method, used = "rdp", "rdp" if method == "rdp" else "rdp (an RDP-curve part is present)"
+    elif method == "pld" and relation == "replace_one":
         # dp-accounting's PLD accountant has no fixed-size (without replacement) sampling.
         used = "rdp (pld does not support fixed-size sampling)"
         method = "rdp"
+    if curves:
+        total = np.zeros(len(ORDERS))
+        if spends:
+            acc = make_dp_accountant("rdp", relation, orders=ORDERS)
+            acc.compose(dp_accounting.ComposedDpEvent([gaussian_dp_event(s) for s in spends]))
+            total = total + np.asarray(acc._rdp, dtype=float)
+        for c in curves:
+            total = total + c
+        return rdp_to_epsilon(total, delta), used
     acc = make_dp_accountant(method, relation)
     event = dp_accounting.ComposedDpEvent([gaussian_dp_event(s) for s in spends])
     if not acc.supports(event):  # pragma: no cover - all events we build are supported
@@ -158,192 +206,77 @@ def _gaussian_epsilon(spends: list[GaussianSpend], delta: float, method: str
     return float(acc.get_epsilon(delta)), used
 
 
-# --------------------------------------------------------------------------- report
+def _method_label(used: str) -> str:
+    return used.upper() if used in METHODS else used
 
 
-@dataclass(frozen=True)
-class ReportEntry:
-    """One part of a run: what it spent (after k-fold composition) under which unit."""
-
-    name: str
-    unit: Unit
-    epsilon: float
-    delta: float
-    mechanism: str = ""
-    kind: str = "pure"          # pure | approx | gaussian | nonprivate
-    count: int = 1
-    composition: str = ""       # how ``count`` releases were composed
-    details: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "unit": self.unit.value,
-            "epsilon": None if math.isinf(self.epsilon) else self.epsilon,
-            "delta": self.delta,
-            "mechanism": self.mechanism,
-            "kind": self.kind,
-            "count": self.count,
-            "composition": self.composition,
-            "details": self.details,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ReportEntry:
-        eps = d.get("epsilon")
-        return cls(
-            name=str(d["name"]),
-            unit=check_unit(d["unit"]),
-            epsilon=math.inf if eps is None else float(eps),
-            delta=float(d.get("delta", 0.0)),
-            mechanism=str(d.get("mechanism", "")),
-            kind=str(d.get("kind", "pure")),
-            count=int(d.get("count", 1)),
-            composition=str(d.get("composition", "")),
-            details=str(d.get("details", "")),
-        )
-
-    @property
-    def guarantee_text(self) -> str:
-        if self.kind == "nonprivate" or math.isinf(self.epsilon):
-            return "no privacy"
-        if self.delta == 0:
-            return f"eps={_fmt_eps(self.epsilon)}"
-        return f"eps={_fmt_eps(self.epsilon)}, delta={_fmt_delta(self.delta)}"
-
-
-def _guarantee_from_dict(d: dict[str, Any]) -> Guarantee:
-    eps = d.get("epsilon")
-    unit = check_unit(d["unit"])
-    if unit is Unit.NONE:
-        return Guarantee.none()
-    return Guarantee(math.inf if eps is None else float(eps), float(d.get("delta", 0.0)), unit)
-
-
-def _total_text(g: Guarantee) -> str:
-    if math.isinf(g.epsilon):
-        return "NO PRIVACY (data used as is)"
-    if g.delta == 0:
-        return f"eps={_fmt_eps(g.epsilon)}"
-    return f"eps={_fmt_eps(g.epsilon)}, delta={_fmt_delta(g.delta)}"
-
-
-@dataclass
-class PrivacyReport:
-    """What a run spent: per-part entries, per-unit totals and the per-user local total."""
-
-    entries: list[ReportEntry] = field(default_factory=list)
-    totals: dict[Unit, Guarantee] = field(default_factory=dict)
-    per_user: Guarantee | None = None
-    delta: float | None = None
-    method: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not self.entries
-
-    @property
-    def private(self) -> bool:
-        """True when something was recorded and every unit's total is finite."""
-        return bool(self.totals) and all(math.isfinite(g.epsilon) for g in self.totals.values())
-
-    def total(self, unit: Unit | str) -> Guarantee | None:
-        return self.totals.get(check_unit(unit))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serializable form (inf epsilon -> None)."""
-        return {
-            "summary": str(self),
-            "entries": [e.to_dict() for e in self.entries],
-            "totals": {u.value: g.to_dict() for u, g in self.totals.items()},
-            "per_user": None if self.per_user is None else self.per_user.to_dict(),
-            "delta": self.delta,
-            "method": self.method,
-            "notes": list(self.notes),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PrivacyReport:
-        try:
-            return cls(
-                entries=[ReportEntry.from_dict(e) for e in d.get("entries", [])],
-                totals={check_unit(u): _guarantee_from_dict(g)
-                        for u, g in d.get("totals", {}).items()},
-                per_user=None if d.get("per_user") is None
-                else _guarantee_from_dict(d["per_user"]),
-                delta=None if d.get("delta") is None else float(d["delta"]),
-                method=d.get("method"),
-                notes=[str(n) for n in d.get("notes", [])],
-            )
-        except (KeyError, TypeError, ValueError) as err:
-            raise ConfigError(f"malformed privacy report: {err}") from None
-
-    def __str__(self) -> str:
-        if self.empty:
-            return "privacy: no data release recorded"
-        parts = []
-        for unit, g in self.totals.items():
-            parts.append(f"{unit.value} {_total_text(g)}")
-        if self.per_user is not None and len([u for u in self.totals if u in LOCAL_UNITS]) > 1:
-            parts.append(f"per user {_total_text(self.per_user)}")
-        return "privacy: " + "; ".join(parts)
-
-    def render(self) -> str:
-        """A plain-text multi-line table."""
-        if self.empty:
-            return "Privacy report\n  no data release recorded\n"
-        lines = ["Privacy report", "  Parts:"]
-        rows = [("part", "unit", "guarantee", "mechanism")]
-        for e in self.entries:
-            mech = e.mechanism
-            if e.kind == "gaussian":
-                mech += f" [{e.composition}]"
-            elif e.count > 1:
-                mech += f" [x{e.count}, {e.composition} composition]"
-            if e.details:
-                mech += f" ({e.details})"
-            rows.append((e.name, e.unit.value, e.guarantee_text, mech.strip()))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        for r in rows:
-            lines.append("    " + "  ".join(r[i].ljust(widths[i]) for i in range(3))
-                         + "  " + r[3])
-        lines.append("  Totals per unit (basic composition across parts):")
-        uw = max(len(u.value) for u in self.totals)
-        for unit, g in self.totals.items():
-            lines.append(f"    {unit.value.ljust(uw)}  {_total_text(g)}")
-        if self.per_user is not None:
-            lines.append("  Per user (local model: edge-, feature- and label-LDP parts, basic "
-                         f"composition): {_total_text(self.per_user)}")
-        for n in self.notes:
-            lines.append(f"  Note: {n}")
-        return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------- accountant
+# --------------------------------------------------------------------------- parts
 
 
 @dataclass
 class _Part:
     entry: ReportEntry
     gaussian: GaussianSpend | None = None
+    curve: np.ndarray | None = None
+
+
+@dataclass
+class _Scope:
+    """A parallel or subsampled scope: child accountants and how they combine."""
+
+    kind: str                      # "parallel" | "subsampled"
+    name: str
+    description: str
+    members: list[tuple[str, Accountant]] = field(default_factory=list)
+    rate: float = 1.0
+    inner_delta: float | None = None
+
+
+@dataclass
+class _Evaluation:
+    totals: dict[Unit, Guarantee]
+    entries: list[ReportEntry]
+    notes: list[str]
+    has_gauss: bool
+
+
+class ParallelScope:
+    """Members of :meth:`Accountant.parallel`: ``with scope.member(label): ...`` activates a
+    fresh child accountant for the charges made by one member (e.g. one graph's users)."""
+
+    def __init__(self, scope: _Scope, delta: float | None) -> None:
+        self._scope = scope
+        self._delta = delta
+
+    @contextlib.contextmanager
+    def member(self, label: str) -> Iterator[Accountant]:
+        child = Accountant(delta=self._delta)
+        self._scope.members.append((str(label), child))
+        with child.active():
+            yield child
+
+    def __len__(self) -> int:
+        return len(self._scope.members)
+
+
+# --------------------------------------------------------------------------- accountant
 
 
 class Accountant:
     """Records every data release of a run and reports the privacy spent per unit.
 
-    ``delta`` is the default target delta of :meth:`report` (needed when Gaussian parts exist).
+    ``delta`` is the default target delta of :meth:`report` (needed when Gaussian or RDP
+    parts exist).
     """
 
     def __init__(self, delta: float | None = None) -> None:
         self._delta: float | None = None
         self.delta = delta
-        self._parts: list[_Part] = []
+        self._parts: list[_Part | _Scope] = []
 
     @property
     def delta(self) -> float | None:
-        """Default target delta of :meth:`report` (a method with Gaussian parts sets it to its
-        delta hyper-parameter when the run's driver did not)."""
+        """Default target delta of :meth:`report`."""
         return self._delta
 
     @delta.setter
@@ -353,13 +286,51 @@ class Accountant:
     def __len__(self) -> int:
         return len(self._parts)
 
+    # ------------------------------------------------------------------ activation and scopes
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Accountant]:
+        """Make this the accountant randomizers charge (:func:`current_accountant`)."""
+        token = _ACTIVE.set(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.reset(token)
+
+    @contextlib.contextmanager
+    def parallel(self, name: str, description: str = "") -> Iterator[ParallelScope]:
+        """A scope whose members hold *disjoint* sets of protected units (parallel
+        composition: each unit's total is the maximum over members; McSherry 2009)."""
+        scope = _Scope("parallel", self._check_name(name), description)
+        self._parts.append(scope)
+        yield ParallelScope(scope, self.delta)
+
+    @contextlib.contextmanager
+    def subsampled(self, name: str, rate: float, *, delta: float | None = None,
+                   description: str = "") -> Iterator[Accountant]:
+        """Everything charged inside ran on a Poisson sample of rate ``rate`` (each unit kept
+        independently): the inner totals are amplified to (log(1 + q (e^eps - 1)), q delta).
+        ``delta`` is the inner accountant's target delta for its Gaussian/RDP parts."""
+        q = check_fraction(rate, "subsampling rate", low_open=True)
+        inner = Accountant(delta=self.delta if delta is None else delta)
+        scope = _Scope("subsampled", self._check_name(name), description,
+                       [("inner", inner)], q, inner.delta)
+        self._parts.append(scope)
+        with inner.active():
+            yield inner
+
     @property
     def units(self) -> list[Unit]:
         """Units with at least one recorded part, in order of first use."""
         seen: list[Unit] = []
         for p in self._parts:
-            if p.entry.unit not in seen:
-                seen.append(p.entry.unit)
+            if isinstance(p, _Part):
+                units = [p.entry.unit]
+            else:
+                units = [u for _, m in p.members for u in m.units]
+            for u in units:
+                if u not in seen:
+                    seen.append(u)
         return seen
 
     @staticmethod
@@ -367,6 +338,8 @@ class Accountant:
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"a spend needs a non-empty name, got {name!r}")
         return name
+
+    # ------------------------------------------------------------------ recording
 
     def spend(self, name: str, guarantee: Guarantee, *, mechanism: str = "", count: int = 1,
               composition: str = "basic", delta_slack: float = 0.0) -> Guarantee:
@@ -432,7 +405,8 @@ class Accountant:
         spend = GaussianSpend(sigma, steps, rate, sampling, dataset_size)
         gaussian_dp_event(spend)  # validate now, not at report time
         relations = {p.gaussian.relation for p in self._parts
-                     if p.gaussian is not None and p.entry.unit is unit} - {None}
+                     if isinstance(p, _Part) and p.gaussian is not None
+                     and p.entry.unit is unit} - {None}
         if spend.relation is not None and relations and spend.relation not in relations:
             raise PrivacyError(
                 f"cannot compose Poisson-sampled (add/remove neighbours) and fixed-size-sampled "
@@ -440,8 +414,23 @@ class Accountant:
             )
         entry = ReportEntry(name, unit, math.nan, math.nan, spend.describe(), "gaussian", steps,
                             "", sensitivity_note)
-        self._parts.append(_Part(entry, spend))
+        self._parts.append(_Part(entry, gaussian=spend))
         return spend
+
+    def spend_rdp(self, name: str, rdp_curve: np.ndarray, *, unit: Unit | str,
+                  mechanism: str = "", details: str = "") -> None:
+        """Record a part by its RDP curve over :data:`~dpgl.privacy.multiterm.ORDERS` (already
+        composed over its steps); it joins the unit's Gaussian parts in RDP."""
+        self._check_name(name)
+        unit = check_unit(unit)
+        if unit is Unit.NONE:
+            raise PrivacyError("an RDP part protects some unit; Unit.NONE is not one")
+        curve = np.asarray(rdp_curve, dtype=float)
+        if curve.shape != ORDERS.shape or not np.all(np.isfinite(curve)) or np.any(curve < 0):
+            raise PrivacyError(f"an RDP curve must hold {ORDERS.size} finite values >= 0 (one "
+                               "per order of dpgl.privacy.multiterm.ORDERS)")
+        entry = ReportEntry(name, unit, math.nan, math.nan, mechanism, "rdp", 1, "", details)
+        self._parts.append(_Part(entry, curve=curve))
 
     def spend_nonprivate(self, name: str, description: str, unit: Unit | str) -> None:
         """Record that data of ``unit`` was used as is: that unit has no privacy."""
@@ -452,64 +441,151 @@ class Accountant:
         self._parts.append(_Part(entry))
 
     def dp_event(self, unit: Unit | str) -> dp_accounting.DpEvent:
-        """The composed dp-accounting event of a unit's Gaussian parts (NoOp if none)."""
+        """The composed dp-accounting event of a unit's top-level Gaussian parts (NoOp if
+        none)."""
         unit = check_unit(unit)
         events = [gaussian_dp_event(p.gaussian) for p in self._parts
-                  if p.gaussian is not None and p.entry.unit is unit]
+                  if isinstance(p, _Part) and p.gaussian is not None and p.entry.unit is unit]
         return dp_accounting.ComposedDpEvent(events) if events else dp_accounting.NoOpDpEvent()
+
+    # ------------------------------------------------------------------ composing
+
+    def _evaluate(self, target: float | None, method: str) -> _Evaluation:
+        entries: list[ReportEntry] = []
+        notes: list[str] = []
+        eps_sum: dict[Unit, float] = {}
+        delta_sum: dict[Unit, float] = {}
+        nonprivate: set[Unit] = set()
+        has_gauss = False
+        joint: dict[Unit, tuple[list[GaussianSpend], list[np.ndarray]]] = {}
+        for unit in self.units:
+            eps_sum[unit], delta_sum[unit] = 0.0, 0.0
+        for p in self._parts:
+            if isinstance(p, _Scope):
+                ev = self._evaluate_scope(p, target, method)
+                has_gauss = has_gauss or ev.has_gauss
+                entries.extend(ev.entries)
+                notes.extend(ev.notes)
+                for unit, g in ev.totals.items():
+                    if math.isinf(g.epsilon):
+                        nonprivate.add(unit)
+                    else:
+                        eps_sum[unit] += g.epsilon
+                        delta_sum[unit] += g.delta
+                continue
+            e = p.entry
+            if p.gaussian is not None or p.curve is not None:
+                has_gauss = True
+                if target is None:
+                    raise PrivacyError("Gaussian or RDP parts need a target delta: pass "
+                                       "report(delta=...), Accountant(delta=...) or set "
+                                       "accountant.delta")
+                g_list, c_list = joint.setdefault(e.unit, ([], []))
+                if p.gaussian is not None:
+                    g_list.append(p.gaussian)
+                    alone, used = _joint_epsilon([p.gaussian], [], target, method)
+                else:
+                    assert p.curve is not None
+                    c_list.append(p.curve)
+                    alone, used = rdp_to_epsilon(p.curve, target), "rdp"
+                entries.append(ReportEntry(e.name, e.unit, alone, target, e.mechanism, e.kind,
+                                           e.count, f"{_method_label(used)} accounting",
+                                           e.details))
+                continue
+            entries.append(e)
+            if e.kind == "nonprivate":
+                nonprivate.add(e.unit)
+            else:
+                eps_sum[e.unit] += e.epsilon
+                delta_sum[e.unit] += e.delta
+        for unit, (g_list, c_list) in joint.items():
+            assert target is not None
+            eps, used = _joint_epsilon(g_list, c_list, target, method)
+            eps_sum[unit] += eps
+            delta_sum[unit] += target
+            n = len(g_list) + len(c_list)
+            notes.append(f"{unit.value}: {n} Gaussian/RDP part(s) composed jointly with "
+                         f"{_method_label(used)} accounting (dp-accounting "
+                         f"{_dp_accounting_version()}) at delta={target:g}; the per-part "
+                         "epsilons above are each part alone")
+        totals: dict[Unit, Guarantee] = {}
+        for unit in self.units:
+            if unit is Unit.NONE:
+                totals[unit] = Guarantee.none()
+            elif unit in nonprivate:
+                totals[unit] = Guarantee(math.inf, 0.0, unit)
+            else:
+                totals[unit] = Guarantee(eps_sum[unit],
+                                         min(delta_sum[unit], math.nextafter(1.0, 0.0)), unit)
+        return _Evaluation(totals, entries, notes, has_gauss)
+
+    def _evaluate_scope(self, scope: _Scope, target: float | None, method: str) -> _Evaluation:
+        if scope.kind == "subsampled":
+            inner = scope.members[0][1]
+            ev = inner._evaluate(scope.inner_delta, method)
+            totals: dict[Unit, Guarantee] = {}
+            entries: list[ReportEntry] = []
+            for unit, g in ev.totals.items():
+                if unit is Unit.NONE:
+                    totals[unit] = g
+                    continue
+                eps, delta = amplify_by_subsampling(g.epsilon, g.delta, scope.rate)
+                totals[unit] = Guarantee(eps, min(delta, math.nextafter(1.0, 0.0)), unit)
+                inner_parts = "; ".join(f"{e.name}: {e.guarantee_text}" for e in ev.entries
+                                        if e.unit is unit)
+                kind = "nonprivate" if math.isinf(eps) else "scope"
+                entries.append(ReportEntry(
+                    scope.name, unit, eps, totals[unit].delta,
+                    f"amplification by Poisson subsampling at rate {scope.rate:g}", kind, 1, "",
+                    f"inner total {g}; inner parts: {inner_parts}"
+                    + (f"; {scope.description}" if scope.description else "")))
+            notes = [f"{scope.name} (inner): {n}" for n in ev.notes]
+            return _Evaluation(totals, entries, notes, ev.has_gauss)
+        # parallel composition: the maximum over members that hold disjoint units
+        member_evals = [m._evaluate(target, method) for _, m in scope.members]
+        totals = {}
+        for ev in member_evals:
+            for unit, g in ev.totals.items():
+                prev = totals.get(unit)
+                if prev is None or g.epsilon > prev.epsilon or (
+                        g.epsilon == prev.epsilon and g.delta > prev.delta):
+                    totals[unit] = g
+        merged: dict[tuple[str, Unit, str, str], tuple[ReportEntry, int]] = {}
+        for ev in member_evals:
+            for e in ev.entries:
+                key = (e.name, e.unit, e.mechanism, e.kind)
+                prev_e, k = merged.get(key, (e, 0))
+                best = e if (e.epsilon > prev_e.epsilon
+                             or (e.epsilon == prev_e.epsilon and e.delta > prev_e.delta)) \
+                    else prev_e
+                merged[key] = (best, k + 1)
+        entries = []
+        n = len(scope.members)
+        for (name, unit, mech, kind), (e, k) in merged.items():
+            detail = (f"in {k} of {n} disjoint groups of {scope.name} (parallel composition: "
+                      "the largest is shown)")
+            if scope.description:
+                detail += f"; {scope.description}"
+            if e.details:
+                detail = f"{e.details}; {detail}"
+            entries.append(ReportEntry(name, unit, e.epsilon, e.delta, mech, kind, e.count,
+                                       e.composition, detail))
+        notes = sorted({n for ev in member_evals for n in ev.notes})
+        return _Evaluation(totals, entries, notes, any(ev.has_gauss for ev in member_evals))
 
     def report(self, delta: float | None = None, *, method: str = "rdp") -> PrivacyReport:
         """Compose everything recorded into a :class:`PrivacyReport`.
 
         ``delta`` (or the accountant's default) is the target delta at which the Gaussian
-        parts of each unit are converted to epsilon; ``method`` is "rdp" or "pld".
+        and RDP parts of each unit are converted to epsilon; ``method`` is "rdp" or "pld".
         """
         if method not in METHODS:
             raise ConfigError(f"unknown accounting method {method!r}; choose one of: "
                               f"{', '.join(METHODS)}")
         target = self.delta if delta is None else check_delta(delta, allow_zero=False)
-        has_gauss = any(p.gaussian is not None for p in self._parts)
-        if has_gauss and target is None:
-            raise PrivacyError("Gaussian parts need a target delta: pass report(delta=...), "
-                               "Accountant(delta=...) or set accountant.delta")
-        entries: list[ReportEntry] = []
-        notes: list[str] = []
-        totals: dict[Unit, Guarantee] = {}
-        for unit in self.units:
-            parts = [p for p in self._parts if p.entry.unit is unit]
-            gauss = [p.gaussian for p in parts if p.gaussian is not None]
-            eps_sum, delta_sum, nonprivate = 0.0, 0.0, False
-            for p in parts:
-                e = p.entry
-                if e.kind == "nonprivate":
-                    nonprivate = True
-                elif p.gaussian is None:
-                    eps_sum += e.epsilon
-                    delta_sum += e.delta
-            if gauss:
-                assert target is not None
-                g_eps, used = _gaussian_epsilon(gauss, target, method)
-                eps_sum += g_eps
-                delta_sum += target
-                notes.append(f"{unit.value}: {len(gauss)} Gaussian part(s) composed jointly with "
-                             f"{used.upper() if used in METHODS else used} accounting "
-                             f"(dp-accounting {_dp_accounting_version()}) at delta={target:g}; "
-                             "the per-part epsilons above are each part alone")
-            if unit is Unit.NONE:
-                totals[unit] = Guarantee.none()
-            elif nonprivate:
-                totals[unit] = Guarantee(math.inf, 0.0, unit)
-            else:
-                totals[unit] = Guarantee(eps_sum, min(delta_sum, math.nextafter(1.0, 0.0)), unit)
-        for p in self._parts:
-            e = p.entry
-            if p.gaussian is not None:
-                assert target is not None
-                g_eps, used = _gaussian_epsilon([p.gaussian], target, method)
-                e = ReportEntry(e.name, e.unit, g_eps, target, e.mechanism, e.kind, e.count,
-                                f"{used.upper() if used in METHODS else used} accounting",
-                                e.details)
-            entries.append(e)
+        ev = self._evaluate(target, method)
+        totals = ev.totals
+        notes = list(ev.notes)
         nonpriv = [u for u, g in totals.items() if math.isinf(g.epsilon)]
         if nonpriv:
             notes.append("NO PRIVACY for: " + ", ".join(u.value for u in nonpriv)
@@ -524,8 +600,8 @@ class Accountant:
                                      min(math.fsum(g.delta for g in local),
                                          math.nextafter(1.0, 0.0)),
                                      Unit.USER_LDP)
-        return PrivacyReport(entries, totals, per_user, target if has_gauss else None,
-                             method if has_gauss else None, notes)
+        return PrivacyReport(ev.entries, totals, per_user, target if ev.has_gauss else None,
+                             method if ev.has_gauss else None, notes)
 
     def __repr__(self) -> str:
         return f"Accountant({len(self._parts)} part(s), units={[u.value for u in self.units]})"

@@ -22,6 +22,7 @@ from scipy import stats
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.privacy._validation import as_finite_float, check_generator, check_positive, check_unit
 from dpgl.privacy.guarantee import Guarantee, Unit, check_delta, check_epsilon
+from dpgl.privacy.randomizer import Randomizer
 
 __all__ = [
     "GaussianMechanism",
@@ -76,7 +77,7 @@ def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1
     return float(dp_accounting.get_epsilon_gaussian(s / sens, dl))
 
 
-class GaussianMechanism:
+class GaussianMechanism(Randomizer):
     """x + N(0, sigma^2) with sigma calibrated to (eps, delta) and L2 ``sensitivity``.
 
     ``calibration`` is ``"analytic"`` (Balle & Wang 2018; default) or ``"classic"``
@@ -84,7 +85,9 @@ class GaussianMechanism:
     """
 
     def __init__(self, epsilon: float, delta: float, sensitivity: float = 1.0, *,
-                 calibration: str = "analytic", unit: Unit | str = Unit.NODE_DP) -> None:
+                 calibration: str = "analytic", unit: Unit | str = Unit.NODE_DP,
+                 label: str = "Gaussian") -> None:
+        self.label = label
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_delta(delta, allow_zero=False)
         self.sensitivity = check_positive(sensitivity, "sensitivity")
@@ -107,6 +110,7 @@ class GaussianMechanism:
         if eps <= 0:
             raise PrivacyError(f"sigma={sigma:g} gives epsilon 0 at delta={delta:g}")
         mech = cls.__new__(cls)
+        mech.label = "Gaussian"
         mech.epsilon = eps
         mech.delta = check_delta(delta, allow_zero=False)
         mech.sensitivity = check_positive(sensitivity, "sensitivity")

@@ -11,7 +11,11 @@ Units (what two neighbouring inputs differ in):
 * ``USER_LDP`` — everything one user reports (neighbor list + features + label); the
   composition of the per-part local guarantees of one user (Solitude).
 * ``NODE_DP`` — central DP where neighbouring graphs differ in one node with its features
-  and all its edges (DPAR, GAP).
+  and all its edges (DPAR).
+* ``BOUNDED_NODE_DP`` — node-level DP restricted to graphs whose in- and out-degrees stay
+  within a declared public bound D (both neighbouring graphs satisfy it; Kasiviswanathan et
+  al. 2013, "bounded-degree" node privacy). GAP and DP-SAGE state this guarantee: no degree
+  bounding step with a proved node-level sensitivity on all graphs is known (docs/node-dp.md).
 * ``EDGE_DP`` — central DP where neighbouring graphs differ in one edge.
 * ``NONE`` — data used without protection (non-private baselines); epsilon = inf.
 """
@@ -34,6 +38,7 @@ class Unit(str, Enum):
     LABEL_LDP = "label-LDP"
     USER_LDP = "user-LDP"
     NODE_DP = "node-DP"
+    BOUNDED_NODE_DP = "bounded-degree node-DP"
     EDGE_DP = "edge-DP"
     NONE = "none"
 

@@ -38,11 +38,12 @@ from dpgl.privacy._validation import (
 )
 from dpgl.privacy.composition import best_composition, optimal_composition
 from dpgl.privacy.guarantee import Guarantee, Unit, check_delta, check_epsilon
+from dpgl.privacy.randomizer import Randomizer
 
 __all__ = ["GumbelTopK"]
 
 
-class GumbelTopK:
+class GumbelTopK(Randomizer):
     """One-shot top-k with Gumbel noise: (epsilon)-DP for the ordered selection.
 
     Parameters: ``k`` items to select; ``epsilon`` the total pure budget (eps_0 = epsilon / k
@@ -51,7 +52,9 @@ class GumbelTopK:
     """
 
     def __init__(self, k: int, epsilon: float, *, sensitivity: float = 1.0,
-                 monotone: bool = False, unit: Unit | str = Unit.NODE_DP) -> None:
+                 monotone: bool = False, unit: Unit | str = Unit.NODE_DP,
+                 label: str = "Gumbel top-k") -> None:
+        self.label = label
         self.k = check_positive_int(k, "k")
         self.epsilon = check_epsilon(epsilon)
         self.sensitivity = check_positive(sensitivity, "sensitivity")

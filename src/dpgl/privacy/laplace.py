@@ -29,6 +29,7 @@ from dpgl.privacy._validation import (
     check_unit,
 )
 from dpgl.privacy.guarantee import Guarantee, Unit, check_epsilon
+from dpgl.privacy.randomizer import Randomizer
 
 __all__ = [
     "DiscreteLaplace",
@@ -39,7 +40,7 @@ __all__ = [
 _MAX_DENOMINATOR = 2**20
 
 
-class LaplaceMechanism:
+class LaplaceMechanism(Randomizer):
     """Continuous Laplace mechanism: x + Lap(sensitivity / eps), eps-DP (Dwork & Roth, Thm 3.6).
 
     ``sensitivity`` is the L1 sensitivity of the released vector under ``unit`` (e.g. 1 for a
@@ -47,7 +48,8 @@ class LaplaceMechanism:
     """
 
     def __init__(self, epsilon: float, sensitivity: float = 1.0,
-                 unit: Unit | str = Unit.EDGE_LDP) -> None:
+                 unit: Unit | str = Unit.EDGE_LDP, *, label: str = "Laplace") -> None:
+        self.label = label
         self.epsilon = check_epsilon(epsilon)
         self.sensitivity = check_positive(sensitivity, "sensitivity")
         self.unit = check_unit(unit)
@@ -162,7 +164,7 @@ def sample_discrete_laplace(size: int | tuple[int, ...], s: int, t: int,
     return out.reshape(shape)
 
 
-class DiscreteLaplace:
+class DiscreteLaplace(Randomizer):
     """Discrete Laplace (two-sided geometric) mechanism for integer queries: eps-DP.
 
     Output x + Z, P[Z = z] = (1 - a) / (1 + a) a^|z| with a = exp(-eps / Delta), where Delta is
@@ -172,7 +174,8 @@ class DiscreteLaplace:
     """
 
     def __init__(self, epsilon: float, sensitivity: int = 1,
-                 unit: Unit | str = Unit.EDGE_LDP) -> None:
+                 unit: Unit | str = Unit.EDGE_LDP, *, label: str = "discrete Laplace") -> None:
+        self.label = label
         self.epsilon = check_epsilon(epsilon)
         self.sensitivity = check_positive_int(sensitivity, "sensitivity")
         self.unit = check_unit(unit)
@@ -201,8 +204,9 @@ class DiscreteLaplace:
 
     @property
     def guarantee(self) -> Guarantee:
-        """Pure eps-DP: P[y | x] / P[y | x'] = a^(|y-x| - |y-x'|) <= e^eps (Ghosh et al. 2009)."""
-        return Guarantee.pure(self.epsilon, self.unit)
+        """Pure eps-DP for the rate actually sampled with: P[y | x] / P[y | x'] =
+        a^(|y-x| - |y-x'|) <= e^(rate Delta) = e^effective_epsilon (Ghosh et al. 2009)."""
+        return Guarantee.pure(self.effective_epsilon, self.unit)
 
     def sample_noise(self, size: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
         """Exact discrete Laplace noise of the given shape (int64)."""

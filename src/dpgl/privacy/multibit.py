@@ -29,6 +29,7 @@ from scipy import special
 from dpgl.errors import ConfigError
 from dpgl.privacy._validation import as_finite_float, check_generator, check_unit
 from dpgl.privacy.guarantee import Guarantee, Unit, check_epsilon
+from dpgl.privacy.randomizer import Randomizer
 
 __all__ = ["ClippingWarning", "MultiBit", "multibit_variance", "optimal_m"]
 
@@ -64,7 +65,7 @@ def multibit_variance(x: object, epsilon: float, m: int, d: int,
     return d / m * ((b - a) / 2.0) ** 2 * c**2 - (xx - (a + b) / 2.0) ** 2
 
 
-class MultiBit:
+class MultiBit(Randomizer):
     """LPGNN multi-bit encoder + rectifier; eps-LDP for one user's whole feature vector.
 
     ``m`` is an integer in [1, d], ``"best"`` (Eq. 6) or ``"max"`` (m = d, the 1-bit baseline).
@@ -73,7 +74,8 @@ class MultiBit:
 
     def __init__(self, epsilon: float, *, alpha: float | np.ndarray = 0.0,
                  beta: float | np.ndarray = 1.0, m: int | str = "best",
-                 unit: Unit | str = Unit.FEATURE_LDP) -> None:
+                 unit: Unit | str = Unit.FEATURE_LDP, label: str = "multi-bit") -> None:
+        self.label = label
         self.epsilon = check_epsilon(epsilon)
         a = np.asarray(alpha, dtype=float)
         b = np.asarray(beta, dtype=float)

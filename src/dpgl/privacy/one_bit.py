@@ -51,8 +51,9 @@ class OneBit(MultiBit):
     """
 
     def __init__(self, epsilon: float, *, alpha: float | np.ndarray = 0.0,
-                 beta: float | np.ndarray = 1.0, unit: Unit | str = Unit.FEATURE_LDP) -> None:
-        super().__init__(epsilon, alpha=alpha, beta=beta, m="max", unit=unit)
+                 beta: float | np.ndarray = 1.0, unit: Unit | str = Unit.FEATURE_LDP,
+                 label: str = "1-bit") -> None:
+        super().__init__(epsilon, alpha=alpha, beta=beta, m="max", unit=unit, label=label)
 
     def __repr__(self) -> str:
         return f"OneBit(epsilon={self.epsilon:g}, unit={self.unit.value!r})"

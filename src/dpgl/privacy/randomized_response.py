@@ -26,20 +26,23 @@ from dpgl.privacy._validation import (
     check_unit,
 )
 from dpgl.privacy.guarantee import Guarantee, Unit, check_epsilon
+from dpgl.privacy.randomizer import Randomizer
 
 __all__ = ["KRandomizedResponse", "RandomizedResponse"]
 
 
-class RandomizedResponse:
+class RandomizedResponse(Randomizer):
     """Warner's randomized response on bits: ``eps``-DP per bit.
 
     Parameters: ``epsilon`` > 0; ``unit`` is what one bit stands for (default edge-LDP: one
     entry of a user's neighbor list).
     """
 
-    def __init__(self, epsilon: float, unit: Unit | str = Unit.EDGE_LDP) -> None:
+    def __init__(self, epsilon: float, unit: Unit | str = Unit.EDGE_LDP, *,
+                 label: str = "randomized response") -> None:
         self.epsilon = check_epsilon(epsilon)
         self.unit = check_unit(unit)
+        self.label = label
 
     @property
     def guarantee(self) -> Guarantee:
@@ -89,13 +92,15 @@ class RandomizedResponse:
         return f"RandomizedResponse(epsilon={self.epsilon:g}, unit={self.unit.value!r})"
 
 
-class KRandomizedResponse:
+class KRandomizedResponse(Randomizer):
     """k-ary randomized response over values {0, ..., k-1}: ``eps``-DP per value.
 
     ``unit`` defaults to label-LDP (one user's label, LPGNN Sec. 4.3).
     """
 
-    def __init__(self, epsilon: float, k: int, unit: Unit | str = Unit.LABEL_LDP) -> None:
+    def __init__(self, epsilon: float, k: int, unit: Unit | str = Unit.LABEL_LDP, *,
+                 label: str = "k-ary randomized response") -> None:
+        self.label = label
         self.epsilon = check_epsilon(epsilon)
         self.k = check_positive_int(k, "k")
         if self.k < 2:

@@ -9,8 +9,16 @@ coordinate and divides by the *expected* batch size q N (a public constant, so t
 post-processing). The noisy mean gradient drives Adam (post-processing). The number of steps
 is ``epochs * ceil(N / batch_size)``.
 
+The sampling rate and the number of steps come from a *public* dataset size
+(``DPSGDConfig.public_size``; under node-level DP the number of present nodes is private).
+The trainer is the object that draws the noise, so it charges the active accountant when it
+has run (:class:`DPSGDAccounting`): a dp-accounting Poisson-subsampled Gaussian event over the
+steps actually taken when one protected unit changes one example, or the multi-term RDP
+curve (:mod:`dpgl.privacy.multiterm`) when it can change ``1 + max_other`` examples.
+
 With ``noise_multiplier=None`` the same model is trained without privacy: shuffled batches,
-mean loss, no clipping or noise (the non-private counterparts of the DP methods).
+mean loss, no clipping or noise (the non-private counterparts of the DP methods); nothing is
+charged (the method declares the data as used as is).
 
 The example loss is ``example_loss(model_fn, *example) -> scalar`` where ``model_fn(*inputs)``
 runs the model functionally with the current parameters; ``example`` holds one example's
@@ -31,8 +39,11 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from dpgl.errors import ConfigError
+from dpgl.privacy import Accountant, Unit, current_accountant
+from dpgl.privacy.multiterm import multiterm_rdp
 
 __all__ = [
+    "DPSGDAccounting",
     "DPSGDConfig",
     "DPSGDResult",
     "clip_and_sum",
@@ -53,24 +64,101 @@ class DPSGDConfig:
     clip: float = 1.0
     noise_multiplier: float | None = None  # None: non-private training
     weight_decay: float = 0.0
+    #: the public number of examples that sets the sampling rate B / N and the number of
+    #: steps (None: the number of examples given, for non-private training and tests)
+    public_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.lr <= 0 or self.epochs < 1 or self.batch_size < 1 or self.clip <= 0:
             raise ConfigError("DP-SGD needs lr > 0, epochs >= 1, batch_size >= 1, clip > 0")
-        if self.noise_multiplier is not None and self.noise_multiplier < 0:
-            raise ConfigError(f"noise_multiplier must be >= 0, got {self.noise_multiplier}")
+        if self.noise_multiplier is not None and self.noise_multiplier <= 0:
+            raise ConfigError(f"noise_multiplier must be > 0, got {self.noise_multiplier}")
         if self.weight_decay < 0:
             raise ConfigError("weight_decay must be >= 0")
+        if self.public_size is not None and int(self.public_size) < 1:
+            raise ConfigError(f"public_size must be >= 1, got {self.public_size}")
 
     @property
     def private(self) -> bool:
         return self.noise_multiplier is not None
 
+    def _size(self, num_examples: int) -> int:
+        return int(self.public_size) if self.public_size is not None \
+            else max(int(num_examples), 1)
+
     def sampling_rate(self, num_examples: int) -> float:
-        return min(1.0, self.batch_size / max(int(num_examples), 1))
+        """q = B / N with N the public size (else ``num_examples``)."""
+        return min(1.0, self.batch_size / self._size(num_examples))
 
     def steps(self, num_examples: int) -> int:
-        return self.epochs * math.ceil(max(int(num_examples), 1) / self.batch_size)
+        """epochs * ceil(N / B) with N the public size (else ``num_examples``)."""
+        return self.epochs * math.ceil(self._size(num_examples) / self.batch_size)
+
+
+@dataclass(frozen=True)
+class DPSGDAccounting:
+    """What one protected unit can change in DP-SGD, and how the run is charged.
+
+    ``max_other``: examples other than its own that one unit can change (0: one example per
+    unit, a dp-accounting Poisson-subsampled Gaussian event; > 0: the multi-term RDP bound,
+    own shift C, others 2 C, :func:`dpgl.privacy.multiterm.multiterm_rdp`).
+    """
+
+    unit: Unit = Unit.NODE_DP
+    max_other: int = 0
+    label: str = "DP-SGD"
+
+    def __post_init__(self) -> None:
+        if int(self.max_other) < 0:
+            raise ConfigError(f"max_other must be >= 0, got {self.max_other}")
+
+    def charge(self, accountant: Accountant | None, noise_multiplier: float,
+               sampling_rate: float, steps: int) -> None:
+        """Record ``steps`` noisy steps at this noise multiplier and Poisson rate."""
+        if accountant is None or steps < 1:
+            return
+        if self.max_other == 0:
+            accountant.spend_gaussian(self.label, noise_multiplier=noise_multiplier,
+                                      steps=steps, sampling_rate=sampling_rate,
+                                      sampling="poisson", unit=self.unit,
+                                      sensitivity_note="one example per protected unit: "
+                                                       "per-example clip C, Poisson sampling")
+        else:
+            curve = multiterm_rdp(noise_multiplier, sampling_rate, self.max_other) * steps
+            accountant.spend_rdp(
+                self.label, curve, unit=self.unit,
+                mechanism=(f"multi-term DP-SGD, 1 + {self.max_other} examples per unit, "
+                           f"noise multiplier {noise_multiplier:.4g}, Poisson rate "
+                           f"{sampling_rate:.4g}, {steps} steps"),
+                details="own example shift C, each other 2 C (docs/node-dp.md)")
+
+
+def _private_steps(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.Tensor, ...],
+                   config: DPSGDConfig, opt: torch.optim.Optimizer, rng: np.random.Generator,
+                   noise_gen: torch.Generator, q: float, steps: int, sigma: float,
+                   expected: float, sizes: list[int],
+                   on_step: Callable[[int, dict[str, torch.Tensor]], None] | None,
+                   taken: list[int]) -> None:
+    """The DP-SGD loop (Abadi et al. 2016, Alg. 1 with Poisson sampling); counts the noisy
+    steps released in ``taken[0]``."""
+    n = int(data[0].size(0))
+    for t in range(steps):
+        idx = torch.from_numpy(np.flatnonzero(rng.random(n) < q))
+        sizes.append(int(idx.numel()))
+        if idx.numel():
+            grads = per_sample_gradients(model, example_loss, tuple(x[idx] for x in data))
+            summed, _ = clip_and_sum(grads, config.clip)
+        else:
+            summed = {k: torch.zeros_like(p) for k, p in model.named_parameters()}
+        noisy = {name: summed[name] + sigma * torch.randn(p.shape, generator=noise_gen)
+                 for name, p in model.named_parameters()}
+        taken[0] += 1
+        if on_step is not None:
+            on_step(t, noisy)
+        opt.zero_grad()
+        for name, p in model.named_parameters():
+            p.grad = noisy[name] / expected
+        opt.step()
 
 
 @dataclass
@@ -128,12 +216,19 @@ def _reset(model: nn.Module) -> None:
 
 def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.Tensor, ...],
                 config: DPSGDConfig, *, rng: np.random.Generator,
-                reset: bool = True) -> DPSGDResult:
-    """Train ``model`` in place on ``data`` (tensors whose first dimension indexes the N
+                reset: bool = True, accounting: DPSGDAccounting | None = None,
+                accountant: Accountant | None = None,
+                on_step: Callable[[int, dict[str, torch.Tensor]], None] | None = None
+                ) -> DPSGDResult:
+    """Train ``model`` in place on ``data`` (tensors whose first dimension indexes the
     examples) with DP-SGD (``config.noise_multiplier`` set) or plain mini-batch Adam.
     Deterministic given ``rng``: parameters are re-initialized from it (``reset``), the torch
     RNG is forked, Poisson masks come from ``rng`` and noise from a torch generator seeded
-    from it."""
+    from it. Private training charges ``accountant`` (default: the active one) with the steps
+    it took, as ``accounting`` describes (default: one example per node). ``on_step(t,
+    noisy_sum)`` sees every released noisy gradient sum (white-box audits)."""
+    accounting = accounting or DPSGDAccounting()
+    acc = accountant if accountant is not None else current_accountant()
     n = int(data[0].size(0))
     if n == 0:
         raise ConfigError("DP-SGD needs at least one training example")
@@ -156,22 +251,14 @@ def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.T
         model.train()
         if config.private:
             sigma = float(config.noise_multiplier) * config.clip  # type: ignore[arg-type]
-            expected = q * n
-            for _ in range(steps):
-                idx = torch.from_numpy(np.flatnonzero(rng.random(n) < q))
-                sizes.append(int(idx.numel()))
-                if idx.numel():
-                    grads = per_sample_gradients(model, example_loss,
-                                                 tuple(t[idx] for t in data))
-                    summed, _ = clip_and_sum(grads, config.clip)
-                else:
-                    summed = {k: torch.zeros_like(p) for k, p in model.named_parameters()}
-                opt.zero_grad()
-                for name, p in model.named_parameters():
-                    noise = sigma * torch.randn(p.shape, generator=noise_gen) if sigma > 0 \
-                        else torch.zeros(p.shape)
-                    p.grad = (summed[name] + noise) / expected
-                opt.step()
+            expected = q * config._size(n)  # public: q N = B
+            taken = [0]  # noisy steps released so far (charged even if training stops)
+            try:
+                _private_steps(model, example_loss, data, config, opt, rng, noise_gen, q,
+                               steps, sigma, expected, sizes, on_step, taken)
+            finally:
+                accounting.charge(acc, float(config.noise_multiplier),  # type: ignore[arg-type]
+                                  q, taken[0])
         else:
             per_epoch = math.ceil(n / config.batch_size)
             for _ in range(config.epochs):

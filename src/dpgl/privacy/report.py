@@ -1,0 +1,261 @@
+"""The privacy report of a run: what each part spent, per-unit totals, and one plain sentence.
+
+:class:`PrivacyReport` is what :meth:`dpgl.privacy.Accountant.report` returns and what every
+run stores (``to_dict`` / ``from_dict``). Its :attr:`~PrivacyReport.headline` is the sentence
+every rendering starts with: what is protected, at which epsilon, and what is used as is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpgl.errors import ConfigError
+from dpgl.privacy._validation import check_unit
+from dpgl.privacy.guarantee import Guarantee, Unit
+
+__all__ = ["LOCAL_UNITS", "UNIT_SUBJECTS", "PrivacyReport", "ReportEntry"]
+
+#: Units whose parts compose into the per-user local guarantee (Unit.USER_LDP).
+LOCAL_UNITS = (Unit.EDGE_LDP, Unit.FEATURE_LDP, Unit.LABEL_LDP, Unit.USER_LDP)
+
+#: What one unit of each kind is, in plain words (the subject of the report's headline).
+UNIT_SUBJECTS: dict[Unit, str] = {
+    Unit.EDGE_LDP: "each user's neighbour list",
+    Unit.RELATIONSHIP_DP: "each undirected edge",
+    Unit.FEATURE_LDP: "each user's feature vector",
+    Unit.LABEL_LDP: "each user's label",
+    Unit.USER_LDP: "everything each user reports",
+    Unit.NODE_DP: "each node of the training graph with its features, label and edges",
+    Unit.BOUNDED_NODE_DP: ("each node of the training graph with its features, label and "
+                           "edges, among graphs within the declared degree bound"),
+    Unit.EDGE_DP: "each edge",
+    Unit.NONE: "nothing",
+}
+
+
+def _fmt_eps(eps: float) -> str:
+    return "inf" if math.isinf(eps) else f"{eps:.4g}"
+
+
+def _fmt_delta(delta: float) -> str:
+    return "0" if delta == 0 else f"{delta:.3g}"
+
+
+@dataclass(frozen=True)
+class ReportEntry:
+    """One part of a run: what it spent (after k-fold composition) under which unit."""
+
+    name: str
+    unit: Unit
+    epsilon: float
+    delta: float
+    mechanism: str = ""
+    kind: str = "pure"          # pure | approx | gaussian | rdp | nonprivate | scope
+    count: int = 1
+    composition: str = ""       # how ``count`` releases were composed
+    details: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "unit": self.unit.value,
+            "epsilon": None if math.isinf(self.epsilon) else self.epsilon,
+            "delta": self.delta,
+            "mechanism": self.mechanism,
+            "kind": self.kind,
+            "count": self.count,
+            "composition": self.composition,
+            "details": self.details,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ReportEntry:
+        eps = d.get("epsilon")
+        return cls(
+            name=str(d["name"]),
+            unit=check_unit(d["unit"]),
+            epsilon=math.inf if eps is None else float(eps),
+            delta=float(d.get("delta", 0.0)),
+            mechanism=str(d.get("mechanism", "")),
+            kind=str(d.get("kind", "pure")),
+            count=int(d.get("count", 1)),
+            composition=str(d.get("composition", "")),
+            details=str(d.get("details", "")),
+        )
+
+    @property
+    def guarantee_text(self) -> str:
+        if self.kind == "nonprivate" or math.isinf(self.epsilon):
+            return "no privacy"
+        if self.delta == 0:
+            return f"eps={_fmt_eps(self.epsilon)}"
+        return f"eps={_fmt_eps(self.epsilon)}, delta={_fmt_delta(self.delta)}"
+
+
+def _guarantee_from_dict(d: dict[str, Any]) -> Guarantee:
+    eps = d.get("epsilon")
+    unit = check_unit(d["unit"])
+    if unit is Unit.NONE:
+        return Guarantee.none()
+    return Guarantee(math.inf if eps is None else float(eps), float(d.get("delta", 0.0)), unit)
+
+
+def _total_text(g: Guarantee) -> str:
+    if math.isinf(g.epsilon):
+        return "NO PRIVACY (data used as is)"
+    if g.delta == 0:
+        return f"eps={_fmt_eps(g.epsilon)}"
+    return f"eps={_fmt_eps(g.epsilon)}, delta={_fmt_delta(g.delta)}"
+
+
+def _budget_words(g: Guarantee) -> str:
+    text = f"eps = {_fmt_eps(g.epsilon)}"
+    if g.delta:
+        text += f", delta = {_fmt_delta(g.delta)}"
+    return text
+
+
+@dataclass
+class PrivacyReport:
+    """What a run spent: per-part entries, per-unit totals and the per-user local total."""
+
+    entries: list[ReportEntry] = field(default_factory=list)
+    totals: dict[Unit, Guarantee] = field(default_factory=dict)
+    per_user: Guarantee | None = None
+    delta: float | None = None
+    method: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.entries
+
+    @property
+    def private(self) -> bool:
+        """True when something was recorded and every unit's total is finite."""
+        return bool(self.totals) and all(math.isfinite(g.epsilon) for g in self.totals.values())
+
+    def total(self, unit: Unit | str) -> Guarantee | None:
+        return self.totals.get(check_unit(unit))
+
+    @property
+    def protected(self) -> dict[Unit, Guarantee]:
+        """Units with a finite total (what the run protects)."""
+        return {u: g for u, g in self.totals.items() if math.isfinite(g.epsilon)}
+
+    @property
+    def used_as_is(self) -> list[str]:
+        """Names of the parts whose data was used without protection."""
+        names: list[str] = []
+        for e in self.entries:
+            if (e.kind == "nonprivate" or math.isinf(e.epsilon)) and e.name not in names:
+                names.append(e.name)
+        return names
+
+    @property
+    def headline(self) -> str:
+        """One plain sentence: what is protected, at which epsilon, and what is used as is."""
+        if self.empty:
+            return "Nothing was released: no data release recorded."
+        order = list(Unit)
+        clauses = []
+        for unit in sorted(self.totals, key=order.index):
+            g = self.totals[unit]
+            parts = [e for e in self.entries if e.unit is unit and math.isfinite(e.epsilon)]
+            if not parts:
+                continue
+            if len(parts) == 1:
+                inner = f": {parts[0].name}"
+            else:
+                inner = ": " + " + ".join(f"{e.name} {_fmt_eps(e.epsilon)}" for e in parts)
+            if math.isfinite(g.epsilon):
+                clauses.append(f"{UNIT_SUBJECTS[unit]}, {_budget_words(g)} "
+                               f"({unit.value}{inner})")
+            else:  # some users' reports are randomized, the others' data is used as is
+                eps = math.fsum(e.epsilon for e in parts)
+                delta = min(math.fsum(e.delta for e in parts), 1.0 - 1e-16)
+                budget = _budget_words(Guarantee(eps, delta, unit))
+                clauses.append(f"{UNIT_SUBJECTS[unit]}, {budget} for the users whose reports "
+                               f"are randomized ({unit.value}{inner})")
+        if clauses:
+            sentence = "Protected: " + "; ".join(clauses)
+            local = [u for u in self.protected if u in LOCAL_UNITS]
+            if (self.per_user is not None and math.isfinite(self.per_user.epsilon)
+                    and len(local) > 1):
+                sentence += f"; per user {_budget_words(self.per_user)} in total"
+        else:
+            sentence = "Nothing is protected"
+        as_is = self.used_as_is
+        if as_is:
+            sentence += ". Used as is (no privacy): " + ", ".join(as_is)
+        return sentence + "."
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serializable form (inf epsilon -> None)."""
+        return {
+            "summary": self.headline,
+            "entries": [e.to_dict() for e in self.entries],
+            "totals": {u.value: g.to_dict() for u, g in self.totals.items()},
+            "per_user": None if self.per_user is None else self.per_user.to_dict(),
+            "delta": self.delta,
+            "method": self.method,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PrivacyReport:
+        try:
+            return cls(
+                entries=[ReportEntry.from_dict(e) for e in d.get("entries", [])],
+                totals={check_unit(u): _guarantee_from_dict(g)
+                        for u, g in d.get("totals", {}).items()},
+                per_user=None if d.get("per_user") is None
+                else _guarantee_from_dict(d["per_user"]),
+                delta=None if d.get("delta") is None else float(d["delta"]),
+                method=d.get("method"),
+                notes=[str(n) for n in d.get("notes", [])],
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ConfigError(f"malformed privacy report: {err}") from None
+
+    def __str__(self) -> str:
+        if self.empty:
+            return "privacy: no data release recorded"
+        parts = []
+        for unit, g in self.totals.items():
+            parts.append(f"{unit.value} {_total_text(g)}")
+        if self.per_user is not None and len([u for u in self.totals if u in LOCAL_UNITS]) > 1:
+            parts.append(f"per user {_total_text(self.per_user)}")
+        return "privacy: " + "; ".join(parts)
+
+    def render(self) -> str:
+        """A plain-text multi-line table, opening with :attr:`headline`."""
+        if self.empty:
+            return "Privacy report\n  " + self.headline + "\n"
+        lines = ["Privacy report", "  " + self.headline, "  Parts:"]
+        rows = [("part", "unit", "guarantee", "mechanism")]
+        for e in self.entries:
+            mech = e.mechanism
+            if e.kind in ("gaussian", "rdp"):
+                mech += f" [{e.composition}]"
+            elif e.count > 1:
+                mech += f" [x{e.count}, {e.composition} composition]"
+            if e.details:
+                mech += f" ({e.details})"
+            rows.append((e.name, e.unit.value, e.guarantee_text, mech.strip()))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        for r in rows:
+            lines.append("    " + "  ".join(r[i].ljust(widths[i]) for i in range(3))
+                         + "  " + r[3])
+        lines.append("  Totals per unit (basic composition across parts):")
+        uw = max(len(u.value) for u in self.totals)
+        for unit, g in self.totals.items():
+            lines.append(f"    {unit.value.ljust(uw)}  {_total_text(g)}")
+        if self.per_user is not None:
+            lines.append("  Per user (local model: edge-, feature- and label-LDP parts, basic "
+                         f"composition): {_total_text(self.per_user)}")
+        for n in self.notes:
+            lines.append(f"  Note: {n}")
+        return "\n".join(lines) + "\n"
