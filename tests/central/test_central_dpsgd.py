@@ -1,5 +1,5 @@
-"""DP-SGD with torch.func per-sample gradients (dpgl.train.dpsgd) and node-level accounting
-(dpgl.central.accounting)."""
+"""DP-SGD with torch.func per-sample gradients (dpgl.train.dpsgd), the charge the trainer makes
+for the noise it drew, and node-level accounting (dpgl.privacy.multiterm / amplification)."""
 
 import math
 
@@ -9,13 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dpgl.central.accounting import (
-    amplify_by_subsampling,
-    calibrate_multiterm,
-    kairouz_total_epsilon,
-    multiterm_epsilon,
-    subsampled_inner_target,
-)
+from dpgl.central.accounting import kairouz_total_epsilon
 from dpgl.errors import ConfigError
 from dpgl.nn.decoupled import (
     SAGE1,
@@ -24,8 +18,21 @@ from dpgl.nn.decoupled import (
     mlp_example_loss,
     sage_example_loss,
 )
-from dpgl.privacy import gaussian_epsilon
-from dpgl.train.dpsgd import DPSGDConfig, clip_and_sum, per_sample_gradients, train_dpsgd
+from dpgl.privacy import (
+    Accountant,
+    Unit,
+    amplify_by_subsampling,
+    gaussian_epsilon,
+    subsampled_inner_target,
+)
+from dpgl.privacy.multiterm import calibrate_multiterm, multiterm_epsilon
+from dpgl.train.dpsgd import (
+    DPSGDAccounting,
+    DPSGDConfig,
+    clip_and_sum,
+    per_sample_gradients,
+    train_dpsgd,
+)
 
 
 def _loop_grads(model, loss_of_example, n):
@@ -86,35 +93,97 @@ def test_clipping_bounds_each_example_contribution():
     assert all(torch.allclose(small[k], g[k][0]) for k in small)
 
 
-def test_noise_has_the_calibrated_scale_and_training_is_deterministic():
-    torch.manual_seed(0)
-    m = torch.nn.Linear(1, 1, bias=False)
-    x, y = torch.zeros(100, 1), torch.zeros(100, 1)
+def _zero_loss(model_fn, xi, yi):
+    return ((model_fn(xi[None]) - yi[None]) ** 2).sum()
 
-    def loss(model_fn, xi, yi):
-        return ((model_fn(xi[None]) - yi[None]) ** 2).sum()
 
-    captured = []
+def _spy_grads(monkeypatch):
+    """Every parameter's gradient at every optimizer step."""
+    captured: list[dict[str, torch.Tensor]] = []
     orig = torch.optim.Adam.step
 
     def spy(self, *a, **k):
-        captured.append(float(self.param_groups[0]["params"][0].grad))
+        captured.append([p.grad.detach().clone() for p in self.param_groups[0]["params"]])
         return orig(self, *a, **k)
 
-    torch.optim.Adam.step = spy
-    try:
-        cfg = DPSGDConfig(lr=1e-3, epochs=30, batch_size=10, clip=2.0, noise_multiplier=3.0)
-        res = train_dpsgd(m, loss, (x, y), cfg, rng=np.random.default_rng(0))
-    finally:
-        torch.optim.Adam.step = orig
+    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    return captured
+
+
+def test_noise_has_the_calibrated_scale_on_every_parameter(monkeypatch):
+    """Zero data gradient: every coordinate of every parameter (weight *and* bias) gets
+    N(0, (z C)^2) / (q N). A layer with a bias, so noising only the first parameter fails."""
+    torch.manual_seed(0)
+    m = torch.nn.Linear(3, 2, bias=True)
+    x, y = torch.randn(100, 3), torch.zeros(100, 2)
+    captured = _spy_grads(monkeypatch)
+    cfg = DPSGDConfig(lr=1e-9, epochs=30, batch_size=10, clip=2.0, noise_multiplier=3.0)
+
+    def flat(model_fn, xi, yi):  # gradient zero for every parameter
+        return (model_fn(xi[None]) * 0.0).sum()
+
+    res = train_dpsgd(m, flat, (x, y), cfg, rng=np.random.default_rng(0))
     assert res.steps == 300 and res.sampling_rate == pytest.approx(0.1)
-    # zero data gradient: grad = N(0, (z C)^2) / (q N)
-    assert np.std(captured) == pytest.approx(3.0 * 2.0 / 10, rel=0.1)
+    assert len(captured) == 300
+    for i in range(2):  # weight, bias
+        values = torch.stack([c[i] for c in captured]).flatten().numpy()
+        assert np.std(values) == pytest.approx(3.0 * 2.0 / 10, rel=0.1)
+        assert abs(np.mean(values)) < 0.05
     assert 8 < res.mean_batch_size < 12
-    a = train_dpsgd(m, loss, (x, y), cfg, rng=np.random.default_rng(5))
+
+
+def test_training_is_deterministic():
+    m = torch.nn.Linear(1, 1)
+    x, y = torch.randn(50, 1), torch.randn(50, 1)
+    cfg = DPSGDConfig(lr=1e-2, epochs=3, batch_size=10, clip=1.0, noise_multiplier=1.0)
+    train_dpsgd(m, _zero_loss, (x, y), cfg, rng=np.random.default_rng(5))
     w1 = m.weight.detach().clone()
-    train_dpsgd(m, loss, (x, y), cfg, rng=np.random.default_rng(5))
-    assert torch.equal(w1, m.weight.detach()) and a.steps == 300
+    train_dpsgd(m, _zero_loss, (x, y), cfg, rng=np.random.default_rng(5))
+    assert torch.equal(w1, m.weight.detach())
+
+
+def test_the_trainer_charges_the_steps_and_noise_it_used():
+    m = torch.nn.Linear(2, 1)
+    x, y = torch.randn(40, 2), torch.randn(40, 1)
+    cfg = DPSGDConfig(lr=1e-2, epochs=4, batch_size=8, clip=1.0, noise_multiplier=1.7,
+                      public_size=64)
+    acc = Accountant(delta=1e-5)
+    with acc.active():
+        res = train_dpsgd(m, _zero_loss, (x, y), cfg, rng=np.random.default_rng(1))
+    # q and the step count come from the public size, not the 40 examples
+    assert res.sampling_rate == pytest.approx(8 / 64) and res.steps == 4 * 8
+    expected = gaussian_epsilon(1.7, 1e-5, steps=32, sampling_rate=0.125)
+    assert acc.report().total(Unit.NODE_DP).epsilon == pytest.approx(expected, rel=1e-9)
+    # the multi-term charge for 1 + 3 examples per unit
+    acc2 = Accountant(delta=1e-5)
+    with acc2.active():
+        train_dpsgd(m, _zero_loss, (x, y), cfg, rng=np.random.default_rng(1),
+                    accounting=DPSGDAccounting(Unit.NODE_DP, 3, "multi"))
+    assert acc2.report().total(Unit.NODE_DP).epsilon == pytest.approx(
+        multiterm_epsilon(1.7, 0.125, 32, 3, 1e-5), rel=1e-9)
+    # non-private training charges nothing
+    acc3 = Accountant()
+    with acc3.active():
+        train_dpsgd(m, _zero_loss, (x, y), DPSGDConfig(epochs=1), rng=np.random.default_rng(1))
+    assert acc3.report().empty
+
+
+def test_an_interrupted_run_charges_the_steps_it_released():
+    m = torch.nn.Linear(1, 1)
+    x, y = torch.randn(30, 1), torch.randn(30, 1)
+    cfg = DPSGDConfig(lr=1e-2, epochs=10, batch_size=10, clip=1.0, noise_multiplier=2.0)
+    calls = []
+
+    def stop(t, noisy):
+        calls.append(t)
+        if t == 4:
+            raise RuntimeError("stop")
+
+    acc = Accountant(delta=1e-5)
+    with acc.active(), pytest.raises(RuntimeError):
+        train_dpsgd(m, _zero_loss, (x, y), cfg, rng=np.random.default_rng(0), on_step=stop)
+    entry = acc.report().entries[0]
+    assert entry.count == 5 == len(calls)
 
 
 @pytest.mark.slow

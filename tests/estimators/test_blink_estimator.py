@@ -169,6 +169,6 @@ def test_client_guarantee_parts() -> None:
     c = BlinkClient(3.0, 0.25)
     assert c.eps_d == pytest.approx(0.75) and c.eps_a == pytest.approx(2.25)
     assert c.guarantee.epsilon == 3.0
-    assert sum(g.epsilon for g in c.parts.values()) == pytest.approx(3.0)
+    assert sum(g.epsilon for g in c.parts().values()) == pytest.approx(3.0)
     rep = c.report(np.array([1, 2]), 5, 0, np.random.default_rng(0))
     assert 0 not in rep.neighbors and np.isfinite(rep.noisy_degree)

@@ -8,7 +8,7 @@ import torch
 from torch_geometric.data import Data
 
 from dpgl.errors import ConfigError
-from dpgl.mechanisms.features import CollectFeatures, FeatureRandomizer
+from dpgl.mechanisms.features import CollectFeatures, FeatureRandomizer, FeatureRange
 from dpgl.mechanisms.labels import CollectLabels, LabelRR
 from dpgl.privacy import Unit, multibit_variance
 
@@ -24,7 +24,8 @@ def test_rectified_reports_are_unbiased(mechanism: str) -> None:
     d, n, eps = 6, 40000, 2.0
     x = np.tile(np.array([0.0, 0.1, 0.3, 0.5, 0.9, 1.0]), (n, 1))
     rand = FeatureRandomizer(eps, d, mechanism, delta=1e-4)
-    est = rand.privatize(x, np.random.default_rng(1))
+    est, clipped = rand.privatize(x, np.random.default_rng(1))
+    assert clipped == 0
     mean = est.mean(axis=0)
     std = est.std(axis=0) / math.sqrt(n)
     # within 5 standard errors of the truth, and the noise is real (not a copy of x)
@@ -37,7 +38,7 @@ def test_multibit_variance_matches_eq5() -> None:
     x = np.full((n, d), 0.25)
     rand = FeatureRandomizer(eps, d, "multibit")
     assert rand.m == 1  # m* = max(1, min(d, floor(1 / 2.18)))
-    est = rand.privatize(x, np.random.default_rng(2))
+    est, _ = rand.privatize(x, np.random.default_rng(2))
     expected = multibit_variance(0.25, eps, 1, d)
     assert est[:, 0].var() == pytest.approx(float(expected), rel=0.05)
 
@@ -52,8 +53,8 @@ def test_guarantees_and_sensitivities() -> None:
     assert lap._impl.scale == pytest.approx(d / 0.5)
     with pytest.raises(ConfigError, match="feature mechanism"):
         FeatureRandomizer(1.0, d, "nope")
-    with pytest.raises(ConfigError, match="alpha < beta"):
-        FeatureRandomizer(1.0, d, alpha=1.0, beta=0.0)
+    with pytest.raises(ConfigError, match="low < high"):
+        FeatureRandomizer(1.0, d, feature_range=FeatureRange(1.0, 0.0))
 
 
 def test_collect_features_never_mutates_and_reuses_reports() -> None:

@@ -50,7 +50,7 @@ def test_kprop_aggregate_of_multibit_reports_is_unbiased() -> None:
     rand = FeatureRandomizer(1.0, 5, "multibit")
     rng = np.random.default_rng(0)
     reps = 20000
-    xs = rand.privatize(np.tile(x.numpy(), (reps, 1)), rng).reshape(reps, 4, 5)
+    xs = rand.privatize(np.tile(x.numpy(), (reps, 1)), rng)[0].reshape(reps, 4, 5)
     agg = np.einsum("ij,rjk->rik", adj.to_dense().numpy(), xs)
     mean = agg.mean(axis=0)
     se = agg.std(axis=0) / np.sqrt(agg.shape[0])

@@ -36,6 +36,11 @@ def _ctx(eps: float | None, **params: object) -> RunContext:
                       seed=0, rng=make_rng(0), accountant=Accountant())
 
 
+def _fit(method: str, ctx: RunContext):
+    with ctx.accountant.active():  # the randomizers charge the active accountant
+        return fit_graph_ldp(method, ctx)
+
+
 def test_registered_graph_methods() -> None:
     names = list_methods("graph")
     for m in ("locallap", "nonpriv-part", "nonpriv-full"):
@@ -48,11 +53,13 @@ def test_registered_graph_methods() -> None:
 @pytest.mark.parametrize("method", ["dprr", "rr", "locallap"])
 def test_private_methods_run_and_account(method: str) -> None:
     ctx = _ctx(1.0)
-    out = fit_graph_ldp(method, ctx)
+    out = _fit(method, ctx)
     assert 0.0 <= out.metrics["test_accuracy"] <= 1.0
     report = ctx.accountant.report()
     assert report.totals["edge-LDP"].epsilon == pytest.approx(1.0)
     entries = [e for e in report.entries if e.kind != "nonprivate"]
+    # every graph's users charged once; graphs are disjoint users: parallel composition
+    assert all("in 40 of 40 disjoint groups" in e.details for e in entries)
     if method == "dprr":  # eps1 (degree) + eps2 (RR) recorded separately
         assert len(entries) == 2
         assert out.info["eps1"] + out.info["eps2"] == pytest.approx(1.0)
@@ -62,19 +69,20 @@ def test_private_methods_run_and_account(method: str) -> None:
 
 def test_customized_setting_records_no_privacy_for_lambda_users() -> None:
     ctx = _ctx(1.0, non_private_fraction=0.2)
-    fit_graph_ldp("dprr", ctx)
+    _fit("dprr", ctx)
     report = ctx.accountant.report()
     nonpriv = [e for e in report.entries if e.kind == "nonprivate"]
-    assert len(nonpriv) == 1 and "NO privacy" in nonpriv[0].mechanism
+    assert len(nonpriv) == 1 and "no privacy" in nonpriv[0].mechanism
+    assert "for the users whose reports are randomized" in report.headline
 
 
 def test_nonprivate_methods_account_and_edges() -> None:
     ctx = _ctx(None)
-    out = fit_graph_ldp("nonpriv-full", ctx)
+    out = _fit("nonpriv-full", ctx)
     assert out.info["mean_reported_pairs"] == out.info["mean_true_pairs"]
     assert ctx.accountant.report().totals["edge-LDP"].epsilon == float("inf")  # no privacy
     ctx = _ctx(None)
-    out = fit_graph_ldp("nonpriv-part", ctx)  # lambda = 0: every list dropped
+    out = _fit("nonpriv-part", ctx)  # lambda = 0: every list dropped
     assert out.info["mean_reported_pairs"] == 0
 
 

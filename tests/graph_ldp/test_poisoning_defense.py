@@ -12,7 +12,6 @@ from scipy.stats import binom
 from torch_geometric.data import Data
 
 from dpgl.errors import ConfigError, DpglError
-from dpgl.privacy import RandomizedResponse
 from dpgl.mechanisms.dprr import DPRR
 from dpgl.mechanisms.poisoning import (
     apply_defense,
@@ -23,6 +22,7 @@ from dpgl.mechanisms.poisoning import (
 )
 from dpgl.mechanisms.rr import RR, DirectedReports
 from dpgl.methods.graph_ldp import GraphLDPParams, randomize_graphs
+from dpgl.privacy import RandomizedResponse
 from dpgl.rng import make_rng
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from _edge_graphs import binomial_ok, dense_adjacency, random_graph
 from dpgl.errors import ConfigError, PrivacyError
-from dpgl.privacy import RandomizedResponse
 from dpgl.mechanisms.dprr import DPRR, dprr_budget, dprr_sampling_probability, draw_private_mask
+from dpgl.privacy import RandomizedResponse
 
 
 def test_budget_eq8_values() -> None:

@@ -57,9 +57,9 @@ def test_conditional_samplers_match_monte_carlo(t: float) -> None:
 def test_budget_and_guarantee() -> None:
     mech = LocalLap(2.0)
     assert mech.eps1 == pytest.approx(0.2) and mech.eps2 == pytest.approx(1.8)
-    assert sum(g.epsilon for g in mech.parts.values()) == pytest.approx(2.0)
+    assert sum(g.epsilon for g in mech.parts().values()) == pytest.approx(2.0)
     full = LocalLap(2.0, variant="ldpgcn")
-    assert full.eps1 == 0 and full.eps2 == 2.0 and list(full.parts) == ["bits"]
+    assert full.eps1 == 0 and full.eps2 == 2.0 and list(full.parts()) == ["bits"]
     with pytest.raises(ConfigError, match="variant"):
         LocalLap(1.0, variant="lap")
     with pytest.raises(PrivacyError, match="degree_fraction"):

@@ -21,7 +21,7 @@ def test_degree_vectors_match_dense_counts() -> None:
     client = LDPGenClient(2.0)
     rep = client.report(np.flatnonzero(adj[4]), n, 4, part, k, 1, np.random.default_rng(2))
     assert rep.shape == (k,)
-    assert sum(g.epsilon for g in client.parts.values()) == pytest.approx(2.0)
+    assert sum(g.epsilon for g in client.parts().values()) == pytest.approx(2.0)
     with pytest.raises(ConfigError, match="partition"):
         client.simulate(u, v, n, np.full(n, 5), k, 1, np.random.default_rng(0))
     with pytest.raises(ConfigError, match="phase"):

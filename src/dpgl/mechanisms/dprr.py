@@ -234,8 +234,8 @@ class DPRR(Randomizer):
         kept = rng.random(src.size) < keep_prob
         if not private.all():
             record_nonprivate("non-private users' neighbor lists",
-                              f"{int((~private).sum())} of {n} users send their true lists "
-                              "(DPRR's customized setting): they have no privacy",
+                              "the non-private users of DPRR's customized setting send "
+                              "their true lists: they have no privacy",
                               Unit.EDGE_LDP)
         user, neighbor, _ = sort_pairs(np.concatenate([rows, src[kept]]),
                                        np.concatenate([cols, dst[kept]]), n)

@@ -187,8 +187,8 @@ class GraphRandomizer:
         noisy = None
         if lam > 0 and self.method in ("rr", "locallap"):
             record_nonprivate("non-private users' neighbor lists",
-                              f"{int((~private).sum())} of {n} users send their true lists "
-                              "(DPRR's customized setting): they have no privacy",
+                              "the non-private users of DPRR's customized setting send "
+                              "their true lists: they have no privacy",
                               Unit.EDGE_LDP)
         if self.method == "nonpriv-full":
             reports = _both_directions(u, v, n)

@@ -177,8 +177,9 @@ class PrivacyReport:
                 eps = math.fsum(e.epsilon for e in parts)
                 delta = min(math.fsum(e.delta for e in parts), 1.0 - 1e-16)
                 budget = _budget_words(Guarantee(eps, delta, unit))
-                clauses.append(f"{UNIT_SUBJECTS[unit]}, {budget} for the users whose reports "
-                               f"are randomized ({unit.value}{inner})")
+                who = ("for the users whose reports are randomized" if unit in LOCAL_UNITS
+                       else "for the randomized parts")
+                clauses.append(f"{UNIT_SUBJECTS[unit]}, {budget} {who} ({unit.value}{inner})")
         if clauses:
             sentence = "Protected: " + "; ".join(clauses)
             local = [u for u in self.protected if u in LOCAL_UNITS]
