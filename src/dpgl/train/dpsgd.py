@@ -27,9 +27,11 @@ tensors (no batch dimension) sliced from ``data``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,12 +48,46 @@ __all__ = [
     "DPSGDAccounting",
     "DPSGDConfig",
     "DPSGDResult",
+    "DPSGDStep",
     "clip_and_sum",
+    "observe_dpsgd",
     "per_sample_gradients",
     "train_dpsgd",
 ]
 
 ExampleLoss = Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class DPSGDStep:
+    """What one private step releases, for white-box privacy audits (:func:`observe_dpsgd`):
+    the step index, the accounting label of the run (e.g. "encoder DP-SGD"), the parameters
+    *before* the step (detached copies), the noisy gradient sum and the trainer's settings."""
+
+    t: int
+    label: str
+    params: dict[str, torch.Tensor]
+    noisy_sum: dict[str, torch.Tensor]
+    model: nn.Module
+    example_loss: ExampleLoss
+    clip: float
+    sigma: float
+
+
+_OBSERVERS: contextvars.ContextVar[tuple[Callable[[DPSGDStep], None], ...]] = \
+    contextvars.ContextVar("dpgl_dpsgd_observers", default=())
+
+
+@contextlib.contextmanager
+def observe_dpsgd(callback: Callable[[DPSGDStep], None]) -> Iterator[None]:
+    """Call ``callback(step)`` for every private step of every :func:`train_dpsgd` run inside
+    the block (the methods' own code path; used by :mod:`dpgl.audit.central`). Observing
+    changes nothing the trainer draws or computes."""
+    token = _OBSERVERS.set((*_OBSERVERS.get(), callback))
+    try:
+        yield
+    finally:
+        _OBSERVERS.reset(token)
 
 
 @dataclass(frozen=True)
@@ -253,6 +289,19 @@ def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.T
             sigma = float(config.noise_multiplier) * config.clip  # type: ignore[arg-type]
             expected = q * config._size(n)  # public: q N = B
             taken = [0]  # noisy steps released so far (charged even if training stops)
+            observers = _OBSERVERS.get()
+            if observers:
+                user_step = on_step
+
+                def on_step(t: int, noisy: dict[str, torch.Tensor]) -> None:
+                    if user_step is not None:
+                        user_step(t, noisy)
+                    snap = DPSGDStep(t, accounting.label,
+                                     {k: v.detach().clone()
+                                      for k, v in model.named_parameters()},
+                                     noisy, model, example_loss, config.clip, sigma)
+                    for cb in observers:
+                        cb(snap)
             try:
                 _private_steps(model, example_loss, data, config, opt, rng, noise_gen, q,
                                steps, sigma, expected, sizes, on_step, taken)
