@@ -51,6 +51,7 @@ import scipy.sparse as sp
 import torch
 from pydantic import Field, model_validator
 from scipy import optimize
+from torch_geometric.data import Data
 
 from dpgl.central.accounting import (
     kairouz_total_epsilon,
@@ -66,12 +67,7 @@ from dpgl.central.dp_appr import (
     max_column_occurrences,
     topk_nonprivate,
 )
-from dpgl.central.inductive import (
-    InductiveData,
-    evaluate_logits,
-    make_inductive,
-    node_subsample,
-)
+from dpgl.central.inductive import evaluate_logits, make_inductive, node_subsample
 from dpgl.errors import ConfigError
 from dpgl.graph.ppr import adjacency, ista_ppr, ppr_power_iteration_logits
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
@@ -81,6 +77,7 @@ from dpgl.nn.decoupled import DecoupledMLP, dpar_example_loss
 from dpgl.privacy import (
     Accountant,
     Unit,
+    current_accountant,
     gaussian_noise_multiplier,
     per_release_epsilon,
     subsampled_inner_target,
@@ -89,7 +86,7 @@ from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
 
-__all__ = ["DPARParams", "run_dpar"]
+__all__ = ["DPARParams", "run_dpar", "train_dpar"]
 
 
 class DPARParams(NodeDPParams):
@@ -131,7 +128,6 @@ class DPARParams(NodeDPParams):
 
 @dataclass
 class _Setup:
-    ind: InductiveData
     universe: int               # N: public number of training ids
     n_public: int               # q' N: public expected subsample size
     sources: np.ndarray         # public source ids (sorted)
@@ -147,10 +143,8 @@ class _Noise:
     paper: dict[str, float] | None = None
 
 
-def _setup(ctx: RunContext, p: DPARParams, split_rng: np.random.Generator,
-           src_rng: np.random.Generator) -> _Setup:
-    ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
-    universe = int(ind.train.num_nodes)
+def _setup(universe: int, p: DPARParams, src_rng: np.random.Generator) -> _Setup:
+    """Everything public about a run over a universe of ``universe`` training ids."""
     if p.num_sources > universe:
         raise ConfigError(f"num_sources={p.num_sources} exceeds the {universe} training ids")
     if universe < p.k:
@@ -159,7 +153,7 @@ def _setup(ctx: RunContext, p: DPARParams, split_rng: np.random.Generator,
     n_public = public_subsample_size(universe, p.subsample)
     probe = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
                         public_size=n_public)
-    return _Setup(ind, universe, n_public, sources, probe.sampling_rate(n_public),
+    return _Setup(universe, n_public, sources, probe.sampling_rate(n_public),
                   probe.steps(n_public))
 
 
@@ -344,30 +338,33 @@ def _paper_sgd_z(target: float, q: float, steps: int, delta: float, sub: float) 
 # --------------------------------------------------------------------------- the run
 
 
-def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
-    """Run DPAR ``variant`` in {"em0", "em1", "gm", "nonprivate"} (see module docstring)."""
-    p = ctx.params
-    assert isinstance(p, DPARParams)
+def train_dpar(train: Data, train_ids: np.ndarray, universe: int, p: DPARParams,
+               variant: str, num_classes: int, epsilon: float | None,
+               sub_rng: np.random.Generator, src_rng: np.random.Generator,
+               appr_rng: np.random.Generator, sgd_rng: np.random.Generator
+               ) -> tuple[DecoupledMLP, dict[str, object], dict[str, object]]:
+    """The method's training steps 2-6 on a training graph whose node i is universe id
+    ``train_ids[i]`` (sorted) of a public universe of ``universe`` ids; every randomizer
+    charges the active accountant. Returns (model, info, evaluation-only diagnostics)."""
     private = variant != "nonprivate"
     dp_sgd = private and p.sgd == "dp"
-    split_rng, sub_rng, src_rng, appr_rng, sgd_rng = spawn(ctx.rng, 5)
-    setup = _setup(ctx, p, split_rng, src_rng)
-    eps = ctx.epsilon
-    acc = ctx.accountant
-    acc.delta = p.delta
+    setup = _setup(universe, p, src_rng)
+    acc = current_accountant()
+    if acc is not None:
+        acc.delta = p.delta
     _, delta_in = subsampled_inner_target(1.0, p.delta, p.subsample)
     d_half = delta_in / 2
     info: dict[str, object] = {"public_train_nodes": setup.n_public,
                                "sources": int(setup.sources.size), "sgd_steps": setup.steps,
                                "sgd_sampling_rate": setup.q, "accounting": p.accounting}
     diag: dict[str, object] = {}
-    noise = _calibrate(variant, p, setup, eps) if private else _Noise()
+    noise = _calibrate(variant, p, setup, epsilon) if private else _Noise()
     z = None
-    model = DecoupledMLP(setup.ind.train.x.size(1), setup.ind.num_classes, hidden=p.hidden,
+    model = DecoupledMLP(train.x.size(1), num_classes, hidden=p.hidden,
                          num_layers=p.num_layers, dropout=p.dropout)
-    with node_subsample(setup.ind.train, p.subsample, sub_rng,
-                        name="DPAR on a Poisson node subsample",
-                        inner_delta=d_half) as (sub, ids):
+    with node_subsample(train, p.subsample, sub_rng, name="DPAR on a Poisson node subsample",
+                        inner_delta=d_half) as (sub, local):
+        ids = np.asarray(train_ids)[local]
         appr = _appr(sub, ids, setup.universe, setup.sources, p)
         released = _release(variant, appr, p, noise, d_half, appr_rng)
         if private:  # evaluation diagnostic (the true APPR; not part of the release)
@@ -378,7 +375,7 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
                                             private)
         info["max_other_occurrences"] = max_other
         if dp_sgd:
-            z, paper_sgd = _calibrate_sgd(variant, p, setup, noise, eps, max_other)
+            z, paper_sgd = _calibrate_sgd(variant, p, setup, noise, epsilon, max_other)
             if noise.paper is not None:
                 noise.paper.update(paper_sgd)
         feats, weights, labels = _examples(pi, ids, sub.x, sub.y, setup.universe)
@@ -393,21 +390,34 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     info["noise_multiplier"] = z
     info["appr_vector_epsilon"] = noise.eps_vector
     info["sigma_gm"] = noise.sigma_gm
-    if not private:
-        acc.spend_nonprivate("training graph", "true APPR top-K and gradients without noise",
-                             Unit.NODE_DP)
-    elif not dp_sgd:
-        acc.spend_nonprivate("features and labels", "MLP trained without DP-SGD (sgd="
-                             "'nonprivate', the Fig. 1 eps_pr sweep)", Unit.NODE_DP)
     if noise.paper is not None:
         noise.paper["epsilon"] = noise.paper["appr_epsilon"] + noise.paper.get("sgd_epsilon",
                                                                              0.0)
         info["paper_epsilon"] = noise.paper["epsilon"]
         info["paper_appr_epsilon"] = noise.paper.get("appr_epsilon")
         info["paper_sgd_epsilon"] = noise.paper.get("sgd_epsilon")
+    return model, info, diag
 
+
+def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
+    """Run DPAR ``variant`` in {"em0", "em1", "gm", "nonprivate"} (see module docstring)."""
+    p = ctx.params
+    assert isinstance(p, DPARParams)
+    private = variant != "nonprivate"
+    split_rng, sub_rng, src_rng, appr_rng, sgd_rng = spawn(ctx.rng, 5)
+    ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
+    universe = int(ind.train.num_nodes)
+    model, info, diag = train_dpar(ind.train, np.arange(universe), universe, p, variant,
+                                   ind.num_classes, ctx.epsilon, sub_rng, src_rng, appr_rng,
+                                   sgd_rng)
+    acc = ctx.accountant
+    if not private:
+        acc.spend_nonprivate("training graph", "true APPR top-K and gradients without noise",
+                             Unit.NODE_DP)
+    elif p.sgd != "dp":
+        acc.spend_nonprivate("features and labels", "MLP trained without DP-SGD (sgd="
+                             "'nonprivate', the Fig. 1 eps_pr sweep)", Unit.NODE_DP)
     # inference on the test graph: Eq. 4 power iteration (evaluation)
-    ind = setup.ind
     with torch.no_grad():
         local = model(ind.test.x)
     test_adj = adjacency(ind.test.edge_index, int(ind.test.num_nodes), self_loops=True)

@@ -15,21 +15,28 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+import numpy as np
 import torch
 from pydantic import Field, model_validator
 from scipy import optimize
+from torch_geometric.data import Data
 
 from dpgl.central.accounting import paper_sgd_epsilon
 from dpgl.central.inductive import evaluate_logits, make_inductive, node_subsample
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import DecoupledMLP, mlp_example_loss
-from dpgl.privacy import Unit, gaussian_noise_multiplier, subsampled_inner_target
+from dpgl.privacy import (
+    Unit,
+    current_accountant,
+    gaussian_noise_multiplier,
+    subsampled_inner_target,
+)
 from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
 
-__all__ = ["FeaturesDPSGDParams", "public_subsample_size"]
+__all__ = ["FeaturesDPSGDParams", "public_subsample_size", "train_features"]
 
 
 class FeaturesDPSGDParams(NodeDPParams):
@@ -66,17 +73,17 @@ def _paper_z(target: float, q: float, steps: int, delta: float, sub: float) -> f
     return float(optimize.brentq(f, lo, hi, xtol=1e-6))
 
 
-def run_features(ctx: RunContext, private: bool) -> MethodOutput:
-    p = ctx.params
-    assert isinstance(p, FeaturesDPSGDParams)
-    split_rng, sub_rng, sgd_rng = spawn(ctx.rng, 3)
-    ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
-    universe = int(ind.train.num_nodes)
+def train_features(train: Data, universe: int, p: FeaturesDPSGDParams, num_classes: int,
+                   epsilon: float | None, private: bool, sub_rng: np.random.Generator,
+                   sgd_rng: np.random.Generator) -> tuple[DecoupledMLP, dict[str, object]]:
+    """The method's training step on a training graph whose nodes are present ids of a public
+    universe of ``universe`` ids (the sampling rate and step count come from it): noise
+    calibration, the Poisson node subsample (which records the amplification) and DP-SGD,
+    which charges the active accountant. Returns the model and info."""
     n_pub = public_subsample_size(universe, p.subsample)
     probe = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
                         public_size=n_pub)
     q, steps = probe.sampling_rate(n_pub), probe.steps(n_pub)
-    acc = ctx.accountant
     info: dict[str, object] = {"accounting": p.accounting}
     z = None
     _, delta_in = subsampled_inner_target(1.0, p.delta, p.subsample)
@@ -86,30 +93,43 @@ def run_features(ctx: RunContext, private: bool) -> MethodOutput:
             z = _paper_z(p.paper_epsilon, q, steps, p.delta, p.subsample)
             info["paper_epsilon"] = paper_sgd_epsilon(z, q, steps, p.delta, p.subsample)
         else:
-            assert ctx.epsilon is not None
-            eps_in, delta_in = subsampled_inner_target(ctx.epsilon, p.delta, p.subsample)
+            assert epsilon is not None
+            eps_in, delta_in = subsampled_inner_target(epsilon, p.delta, p.subsample)
             with quiet_absl():
                 z = gaussian_noise_multiplier(eps_in, delta_in, steps=steps, sampling_rate=q,
                                               sampling="poisson", method="rdp")
-        acc.delta = p.delta
-    model = DecoupledMLP(ind.train.x.size(1), ind.num_classes, hidden=p.hidden,
+        acc = current_accountant()
+        if acc is not None:
+            acc.delta = p.delta
+    model = DecoupledMLP(train.x.size(1), num_classes, hidden=p.hidden,
                          num_layers=p.num_layers, dropout=p.dropout)
     cfg = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
                       noise_multiplier=z, weight_decay=p.weight_decay, public_size=n_pub)
-    with node_subsample(ind.train, p.subsample, sub_rng,
+    with node_subsample(train, p.subsample, sub_rng,
                         name="DP-SGD (features MLP) on a Poisson node subsample",
-                        inner_delta=delta_in) as (train, _), quiet_absl():
-        res = train_dpsgd(model, mlp_example_loss, (train.x, train.y), cfg, rng=sgd_rng,
+                        inner_delta=delta_in) as (sample, _), quiet_absl():
+        res = train_dpsgd(model, mlp_example_loss, (sample.x, sample.y), cfg, rng=sgd_rng,
                           accounting=DPSGDAccounting(Unit.NODE_DP, 0,
                                                      "DP-SGD (features MLP)"))
+    info.update({"public_train_nodes": n_pub, "sgd_steps": steps, "sgd_sampling_rate": q,
+                 "noise_multiplier": z, "train_seconds": res.seconds, "edges_used": 0})
+    return model, info
+
+
+def run_features(ctx: RunContext, private: bool) -> MethodOutput:
+    p = ctx.params
+    assert isinstance(p, FeaturesDPSGDParams)
+    split_rng, sub_rng, sgd_rng = spawn(ctx.rng, 3)
+    ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
+    model, info = train_features(ind.train, int(ind.train.num_nodes), p, ind.num_classes,
+                                 ctx.epsilon, private, sub_rng, sgd_rng)
     with torch.no_grad():
         logits = model(ind.test.x)
     metrics = evaluate_logits(logits, ind.test.y, ind.val_idx, ind.test_idx, ind.num_classes)
-    info.update({"public_train_nodes": n_pub, "sgd_steps": steps, "sgd_sampling_rate": q,
-                 "noise_multiplier": z, "train_seconds": res.seconds, "edges_used": 0})
     if not private:
-        acc.spend_nonprivate("training nodes", "features and labels used as is", Unit.NODE_DP)
-    return MethodOutput(metrics, info, {"train_nodes": int(train.num_nodes)})
+        ctx.accountant.spend_nonprivate("training nodes", "features and labels used as is",
+                                        Unit.NODE_DP)
+    return MethodOutput(metrics, info)
 
 
 @register

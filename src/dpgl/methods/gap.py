@@ -28,24 +28,26 @@ pipeline without clipping and noise.
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 import torch
 from pydantic import Field
 from scipy import optimize
+from torch_geometric.data import Data
 
 from dpgl.central.aggregation import AggregationPerturbation, check_degree_bound
 from dpgl.central.inductive import evaluate_logits, make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import GAPClassifier, GAPEncoder, mlp_example_loss
-from dpgl.privacy import Accountant, Unit, evaluation_only
+from dpgl.privacy import Accountant, Unit, current_accountant, evaluation_only
 from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
 
-__all__ = ["GAPParams", "calibrate_gap"]
+__all__ = ["GAPModel", "GAPParams", "calibrate_gap", "train_gap"]
 
 UNIT = Unit.BOUNDED_NODE_DP
 
@@ -103,54 +105,74 @@ def calibrate_gap(epsilon: float, p: GAPParams, n_public: int) -> float:
     return float(z)
 
 
+@dataclass
+class GAPModel:
+    """A trained GAP pipeline: encoder, the aggregation module (its noise scale) and the
+    classifier."""
+
+    encoder: GAPEncoder
+    pma: AggregationPerturbation
+    classifier: GAPClassifier
+
+    def logits(self, graph: Data, rng: np.random.Generator, *, training: bool = False
+               ) -> torch.Tensor:
+        with torch.no_grad():
+            emb = self.encoder.embed(graph.x)
+        hops = self.pma.perturb(emb, graph.edge_index, rng, check_bound=training,
+                                what="the training graph" if training else "the test graph")
+        with torch.no_grad():
+            return self.classifier(torch.cat(hops, dim=1))
+
+
+def train_gap(train: Data, universe: int, p: GAPParams, num_classes: int,
+              epsilon: float | None, private: bool, enc_rng: np.random.Generator,
+              ap_rng: np.random.Generator, cls_rng: np.random.Generator
+              ) -> tuple[GAPModel, dict[str, object]]:
+    """The method's training step on a training graph of present ids of a public universe of
+    ``universe`` ids (DP-SGD's sampling rate and steps come from it): calibration, encoder
+    DP-SGD, aggregation perturbation on the training graph, classifier DP-SGD; each part
+    charges the active accountant when it draws."""
+    n = int(train.num_nodes)
+    z = None
+    if private:
+        assert epsilon is not None
+        acc = current_accountant()
+        if acc is not None:
+            acc.delta = p.delta
+        z = calibrate_gap(epsilon, p, universe)
+        check_degree_bound(train.edge_index, n, p.max_degree)  # before any noise is drawn
+    pma = AggregationPerturbation(p.hops, z, p.max_degree, unit=UNIT)
+    enc_cfg, cls_cfg = _configs(p, z, universe)
+    enc = GAPEncoder(train.x.size(1), num_classes, dim=p.encoder_dim, hidden=p.hidden,
+                     dropout=p.dropout)
+    train_dpsgd(enc, mlp_example_loss, (train.x, train.y), enc_cfg, rng=enc_rng,
+                accounting=_ENCODER)
+    with torch.no_grad():
+        emb = enc.embed(train.x)
+    z_train = torch.cat(pma.perturb(emb, train.edge_index, ap_rng, check_bound=private), dim=1)
+    cls = GAPClassifier(p.encoder_dim, p.hops, num_classes, hidden=p.hidden,
+                        dropout=p.dropout)
+    res = train_dpsgd(cls, mlp_example_loss, (z_train, train.y), cls_cfg, rng=cls_rng,
+                      accounting=_CLASSIFIER)
+    info = {"public_train_nodes": universe, "noise_multiplier": z, "sigma_ap": pma.sigma,
+            "train_seconds": res.seconds, "max_degree": p.max_degree}
+    return GAPModel(enc, pma, cls), info
+
+
 def run_gap(ctx: RunContext, private: bool) -> MethodOutput:
     p = ctx.params
     assert isinstance(p, GAPParams)
     # (the second stream drove the old random degree bounding; kept so the others stay put)
     split_rng, _, enc_rng, ap_rng, cls_rng, test_rng = spawn(ctx.rng, 6)
     ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
-    train = ind.train
-    n = int(train.num_nodes)   # every id of the training universe is present here
-    acc = ctx.accountant
-    z = None
-    if private:
-        assert ctx.epsilon is not None
-        acc.delta = p.delta
-        z = calibrate_gap(ctx.epsilon, p, n)
-    pma = AggregationPerturbation(p.hops, z, p.max_degree, unit=UNIT)
-    if private:  # refuse a graph outside the promise before any noise is drawn
-        check_degree_bound(train.edge_index, n, p.max_degree)
-    enc_cfg, cls_cfg = _configs(p, z, n)
-    enc = GAPEncoder(train.x.size(1), ind.num_classes, dim=p.encoder_dim, hidden=p.hidden,
-                     dropout=p.dropout)
-    train_dpsgd(enc, mlp_example_loss, (train.x, train.y), enc_cfg, rng=enc_rng,
-                accounting=_ENCODER)
-
-    def aggregates(graph: object, rng: object, training: bool) -> torch.Tensor:
-        with torch.no_grad():
-            emb = enc.embed(graph.x)  # type: ignore[attr-defined]
-        hops = pma.perturb(emb, graph.edge_index, rng,  # type: ignore[attr-defined,arg-type]
-                           check_bound=training and private,
-                           what="the training graph" if training else "the test graph")
-        return torch.cat(hops, dim=1)
-
-    z_train = aggregates(train, ap_rng, True)
-    cls = GAPClassifier(p.encoder_dim, p.hops, ind.num_classes, hidden=p.hidden,
-                        dropout=p.dropout)
-    res = train_dpsgd(cls, mlp_example_loss, (z_train, train.y), cls_cfg, rng=cls_rng,
-                      accounting=_CLASSIFIER)
+    model, info = train_gap(ind.train, int(ind.train.num_nodes), p, ind.num_classes,
+                            ctx.epsilon, private, enc_rng, ap_rng, cls_rng)
     with evaluation_only():  # the held-out test graph is evaluation data, not a release
-        z_test = aggregates(ind.test, test_rng, False)
-    with torch.no_grad():
-        logits = cls(z_test)
+        logits = model.logits(ind.test, test_rng)
     metrics = evaluate_logits(logits, ind.test.y, ind.val_idx, ind.test_idx, ind.num_classes)
-    info = {"train_nodes": n, "noise_multiplier": z, "sigma_ap": pma.sigma,
-            "train_seconds": res.seconds, "max_degree": p.max_degree}
     if not private:
-        acc.spend_nonprivate("training graph", "aggregates and gradients without noise",
-                             UNIT)
-    else:
-        assert z is not None and math.isfinite(z)
+        ctx.accountant.spend_nonprivate("training graph", "aggregates and gradients without "
+                                        "noise", UNIT)
     return MethodOutput(metrics, info)
 
 

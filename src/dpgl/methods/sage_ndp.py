@@ -22,18 +22,19 @@ from typing import ClassVar
 import numpy as np
 import torch
 from pydantic import Field
+from torch_geometric.data import Data
 
 from dpgl.central.aggregation import check_degree_bound
 from dpgl.central.inductive import evaluate_logits, make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import SAGE1, sage_example_loss
-from dpgl.privacy import Unit
+from dpgl.privacy import Unit, current_accountant
 from dpgl.privacy.multiterm import calibrate_multiterm
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
 
-__all__ = ["SAGEParams"]
+__all__ = ["SAGEParams", "neighbourhoods", "train_sage"]
 
 UNIT = Unit.BOUNDED_NODE_DP
 
@@ -63,34 +64,51 @@ def neighbourhoods(x: torch.Tensor, edge_index: torch.Tensor, n: int, d: int
     return x[torch.from_numpy(idx)], torch.from_numpy(mask)
 
 
+def train_sage(train: Data, universe: int, p: SAGEParams, num_classes: int,
+               epsilon: float | None, private: bool, sgd_rng: np.random.Generator
+               ) -> tuple[SAGE1, dict[str, object]]:
+    """The method's training step on a training graph of present ids of a public universe of
+    ``universe`` ids (DP-SGD's sampling rate and steps come from it): the degree promise is
+    checked, DP-SGD charges the multi-term bound for 1 + max_degree examples per node."""
+    n = int(train.num_nodes)
+    if private:  # bounded-degree node-DP: the training graph must keep the promise
+        check_degree_bound(train.edge_index, n, p.max_degree)
+        train_edges = train.edge_index
+    else:        # the non-private baseline caps in-neighbourhoods at D for the same model
+        train_edges = _first_in_edges(train.edge_index, n, p.max_degree)
+    nb, mask = neighbourhoods(train.x, train_edges, n, p.max_degree)
+    probe = DPSGDConfig(epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
+                        public_size=universe)
+    q, steps = probe.sampling_rate(universe), probe.steps(universe)
+    z = None
+    if private:
+        assert epsilon is not None
+        acc = current_accountant()
+        if acc is not None:
+            acc.delta = p.delta
+        z = calibrate_multiterm(epsilon, p.delta, q, steps, p.max_degree)
+    model = SAGE1(train.x.size(1), num_classes, hidden=p.hidden, max_degree=p.max_degree,
+                  dropout=p.dropout)
+    res = train_dpsgd(model, sage_example_loss, (train.x, nb, mask, train.y),
+                      DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size,
+                                  clip=p.clip, noise_multiplier=z,
+                                  weight_decay=p.weight_decay, public_size=universe),
+                      rng=sgd_rng,
+                      accounting=DPSGDAccounting(UNIT, p.max_degree, "DP-SGD (1-layer GNN)"))
+    info = {"public_train_nodes": universe, "sgd_steps": steps, "sgd_sampling_rate": q,
+            "noise_multiplier": z, "train_seconds": res.seconds, "max_degree": p.max_degree}
+    return model, info
+
+
 def run_sage(ctx: RunContext, private: bool) -> MethodOutput:
     p = ctx.params
     assert isinstance(p, SAGEParams)
     # (the second and fourth streams drove the old degree-bounded sampling)
     split_rng, _, sgd_rng, _ = spawn(ctx.rng, 4)
     ind = make_inductive(ctx.dataset, p.inductive_train, split_rng, p.val_fraction)
-    tr, te = ind.train, ind.test
-    n = int(tr.num_nodes)  # every id of the training universe is present here
-    if private:  # bounded-degree node-DP: the training graph must keep the promise
-        check_degree_bound(tr.edge_index, n, p.max_degree)
-        train_edges = tr.edge_index
-    else:        # the non-private baseline caps in-neighbourhoods at D for the same model
-        train_edges = _first_in_edges(tr.edge_index, n, p.max_degree)
-    nb, mask = neighbourhoods(tr.x, train_edges, n, p.max_degree)
-    probe = DPSGDConfig(epochs=p.epochs, batch_size=p.batch_size, clip=p.clip, public_size=n)
-    q, steps = probe.sampling_rate(n), probe.steps(n)
-    z = None
-    if private:
-        assert ctx.epsilon is not None
-        ctx.accountant.delta = p.delta
-        z = calibrate_multiterm(ctx.epsilon, p.delta, q, steps, p.max_degree)
-    model = SAGE1(tr.x.size(1), ind.num_classes, hidden=p.hidden, max_degree=p.max_degree,
-                  dropout=p.dropout)
-    res = train_dpsgd(model, sage_example_loss, (tr.x, nb, mask, tr.y),
-                      DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size,
-                                  clip=p.clip, noise_multiplier=z,
-                                  weight_decay=p.weight_decay, public_size=n), rng=sgd_rng,
-                      accounting=DPSGDAccounting(UNIT, p.max_degree, "DP-SGD (1-layer GNN)"))
+    model, info = train_sage(ind.train, int(ind.train.num_nodes), p, ind.num_classes,
+                             ctx.epsilon, private, sgd_rng)
+    te = ind.test
     m = int(te.num_nodes)
     # evaluation on the held-out test graph: its in-neighbourhoods capped at D for the model
     keep = _first_in_edges(te.edge_index, m, p.max_degree)
@@ -98,8 +116,6 @@ def run_sage(ctx: RunContext, private: bool) -> MethodOutput:
     with torch.no_grad():
         logits = model(te.x, tnb, tmask)
     metrics = evaluate_logits(logits, te.y, ind.val_idx, ind.test_idx, ind.num_classes)
-    info = {"train_nodes": n, "sgd_steps": steps, "sgd_sampling_rate": q,
-            "noise_multiplier": z, "train_seconds": res.seconds, "max_degree": p.max_degree}
     if not private:
         ctx.accountant.spend_nonprivate("training graph",
                                         "neighbourhoods and gradients without noise", UNIT)
