@@ -101,9 +101,17 @@ def test_run_grid_then_report(capsys: pytest.CaptureFixture[str], tmp_path: Path
 
 
 def test_audit_command_passes_and_lists(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, "audit", "rr", "--epsilon", "1", "--trials", "20000")
-    assert code == 0 and out.startswith("PASS")
+    code, out, _ = run_cli(capsys, "audit", "rr", "--epsilon", "1", "--trials", "2000")
+    assert code == 0 and out.startswith("audit rr: PASS")
+    assert "[x0 vs x1]" in out or "event:" in out      # rich markup does not eat the text
     code, out, _ = run_cli(capsys, "audit", "--list")
-    assert code == 0 and "rr" in out.split()
+    assert code == 0
+    for name in ("rr", "blink", "lpgnn-features", "label-krr", "dpsgd", "gap-ndp", "krr"):
+        assert name in out.split()
+    code, out, _ = run_cli(capsys, "audit", "rr", "--epsilon", "1", "--trials", "2000",
+                           "--spend-twice")
+    assert code == 1 and out.startswith("audit rr: FAIL")
     code, out, _ = run_cli(capsys, "audit", "broken-rr", "--epsilon", "1", "--trials", "20000")
-    assert code == 1 and out.startswith("FAIL")
+    assert code == 1 and out.startswith("audit broken-rr: FAIL")
+    code, _, err = run_cli(capsys, "audit", "nope")
+    assert code == 2 and "unknown audit" in err

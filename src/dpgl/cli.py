@@ -177,7 +177,7 @@ def train(
         table.add_row(k, f"{v:.4f}")
     table.add_row("seconds", f"{result.timing['total']:.2f}")
     out.print(table)
-    out.print(PrivacyReport.from_dict(result.privacy).render())
+    out.print(PrivacyReport.from_dict(result.privacy).render(), markup=False)
 
 
 def _json_safe(v: Any) -> Any:
@@ -263,28 +263,38 @@ def report(
 
 @app.command()
 def audit(
-    mechanism: Annotated[str, typer.Argument(help="Mechanism name (see --list).")] = "",
-    epsilon: Annotated[float, typer.Option(help="The claimed epsilon to audit.")] = 1.0,
-    trials: Annotated[int, typer.Option(help="Samples per neighbouring input.")] = 200_000,
+    mechanism: Annotated[str, typer.Argument(help="Audit name (see --list).")] = "",
+    epsilon: Annotated[float, typer.Option(help="The epsilon to audit.")] = 1.0,
+    trials: Annotated[
+        int | None, typer.Option(help="Runs per neighbouring input (default: the audit's).")
+    ] = None,
     confidence: Annotated[float, typer.Option(help="Clopper-Pearson confidence.")] = 0.95,
     seed: Annotated[int, typer.Option()] = 0,
-    list_: Annotated[bool, typer.Option("--list", help="List auditable mechanisms.")] = False,
+    spend_twice: Annotated[
+        bool, typer.Option("--spend-twice", help="Audit the variant that draws with twice "
+                           "its claim (the audit must FAIL it).")
+    ] = False,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="Audit parameter key=value.")
+    ] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the audits.")] = False,
 ) -> None:
-    """Statistically audit a mechanism: fail if the empirical epsilon lower bound exceeds
-    the claim."""
-    from dpgl.privacy.audit import list_auditable, run_audit
+    """Audit a randomizer end to end, a central method's training, or a primitive: FAIL when
+    the empirical epsilon lower bound exceeds what the code charges."""
+    from dpgl.audit.registry import list_audits, parse_named_params, run_named_audit
 
     if list_ or not mechanism:
-        for name in list_auditable():
-            out.print(name)
+        table = Table(title="audits (dpgl audit NAME --epsilon E)")
+        for col in ("name", "kind", "what is audited"):
+            table.add_column(col)
+        for a in list_audits():
+            table.add_row(a.name, a.kind, a.description)
+        out.print(table)
         return
-    res = run_audit(mechanism, epsilon, trials=trials, confidence=confidence, seed=seed)
-    verdict = "PASS" if res.passed else "FAIL"
-    out.print(
-        f"{verdict} {res.mechanism}: claimed epsilon {res.claimed_epsilon:g}, empirical lower "
-        f"bound {res.empirical_lower_bound:.4f} ({confidence:.0%} Clopper-Pearson, "
-        f"{res.trials} trials)"
-    )
+    params = parse_named_params(mechanism, param or [])
+    res = run_named_audit(mechanism, epsilon, trials=trials, confidence=confidence, seed=seed,
+                          spend_twice=spend_twice, **params)
+    out.print(res.render(), end="", markup=False)
     if not res.passed:
         raise typer.Exit(1)
 

@@ -126,9 +126,24 @@ def test_gm_clips_to_c1_and_selects_k():
     rng = np.random.default_rng(0)
     appr = sp.csr_matrix(np.array([[10.0, 0, 0, 0, 0, 0]]))
     mech = DPAPPRGaussian(2, 1e-6, clip=1e-2)
-    assert mech.sensitivity == pytest.approx(2e-2)
+    assert mech.sensitivity == pytest.approx(np.sqrt(2) * 1e-2)
     out = mech.release(appr, rng).toarray()
     assert (out > 0).sum() <= 2 and out[0, 0] == pytest.approx(1e-2, abs=1e-4)
+
+
+def test_gm_sensitivity_is_sqrt2_c1_for_nonnegative_vectors():
+    """Two non-negative vectors clipped to l2 norm C1 are at most sqrt(2) C1 apart
+    (a.b >= 0); orthogonal ones attain it. (2 C1 would be the bound for signed vectors.)"""
+    rng = np.random.default_rng(0)
+    c1 = 0.01
+    bound = DPAPPRGaussian(1, 1.0, clip=c1).sensitivity
+    for _ in range(2000):
+        a, b = rng.random(6) * (rng.random(6) < 0.5), rng.random(6) * (rng.random(6) < 0.5)
+        a *= min(1.0, c1 / max(np.linalg.norm(a), 1e-300)) * rng.random() ** 0.1
+        b *= min(1.0, c1 / max(np.linalg.norm(b), 1e-300))
+        assert np.linalg.norm(a - b) <= bound * (1 + 1e-12)
+    e0, e1 = np.eye(6)[0] * c1, np.eye(6)[1] * c1
+    assert np.linalg.norm(e0 - e1) == pytest.approx(bound)
 
 
 def test_column_clipping_bounds_every_column_l1_norm():

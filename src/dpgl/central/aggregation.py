@@ -142,11 +142,13 @@ class AggregationPerturbation(Randomizer):
                                              f"{self.sensitivity:.4g} per hop"))
 
     def perturb(self, x: torch.Tensor, edge_index: torch.Tensor, rng: np.random.Generator,
-                *, what: str = "the training graph", check_bound: bool = True
-                ) -> list[torch.Tensor]:
+                *, what: str = "the training graph", check_bound: bool = True,
+                normalize: bool = True) -> list[torch.Tensor]:
         """The ``hops + 1`` normalized aggregates of ``x`` over ``edge_index`` (sum over
         in-neighbours, source -> target). ``check_bound=False`` only for held-out evaluation
-        graphs, which the guarantee does not cover."""
+        graphs, which the guarantee does not cover. ``normalize=False`` returns each hop's
+        noisy sums before their (post-processing) normalization (audits); the next hop still
+        aggregates the normalized rows."""
         n = x.size(0)
         if check_bound:
             check_degree_bound(edge_index, n, self.max_degree, what)
@@ -156,14 +158,16 @@ class AggregationPerturbation(Randomizer):
         gen.manual_seed(int(rng.integers(0, 2**63 - 1)))
         sigma = self.sigma
         out = [_normalize(x.float())]
+        raw = [out[0]]
         for _ in range(self.hops):
             h = out[-1]
             agg = torch.zeros_like(h).index_add_(0, dst, h[src])
             if sigma > 0:
                 agg = agg + sigma * torch.randn(agg.shape, generator=gen)
+            raw.append(agg)
             out.append(_normalize(agg))
         self.charge()
-        return out
+        return out if normalize else raw
 
     def _repr_args(self) -> dict[str, object]:
         return {"hops": self.hops, "noise_multiplier": self.noise_multiplier,

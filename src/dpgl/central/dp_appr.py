@@ -17,13 +17,16 @@ depends on which nodes are present, and an absent source's vector is all zeros. 
 clipping makes every APPR entry lie in [0, C2], so *any* change of the graph moves each score
 by at most C2: l_inf sensitivity C2, which is what the Gumbel top-K guarantee needs. For GM,
 both vectors lie in the l2 ball of radius C1, so their distance is at most 2 C1 (the paper
-uses C1; we use the safe 2 C1, see docs/node-dp.md). Both release methods charge the active
+uses C1, which two orthogonal vectors exceed; since APPR vectors are non-negative,
+||a - b||^2 = ||a||^2 + ||b||^2 - 2 a.b <= 2 C1^2, so the sensitivity is sqrt(2) C1, which
+we use; see docs/node-dp.md). Both release methods charge the active
 accountant for the rows they release: every row may depend on the removed node, so M rows
 compose M-fold (optimal composition for EM, a self-composed Gaussian event for GM).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -150,8 +153,9 @@ class DPAPPRExponential(Randomizer):
 class DPAPPRGaussian(Randomizer):
     """DP-APPR-GM: l2 clipping to C1, Gaussian noise of std ``sigma`` on every entry, top-K of
     the noisy vector (values: the noisy values, floored at 0). Node-level l2 sensitivity of one
-    vector: 2 C1 (:attr:`sensitivity`); noise multiplier sigma / (2 C1). :meth:`release`
-    charges a Gaussian event with one step per released row."""
+    vector: sqrt(2) C1 (:attr:`sensitivity`; two non-negative vectors in the C1-ball are at most
+    that far apart); noise multiplier sigma / (sqrt(2) C1). :meth:`release` charges a Gaussian
+    event with one step per released row."""
 
     def __init__(self, k: int, sigma: float, *, clip: float = 1e-2,
                  unit: Unit = Unit.NODE_DP) -> None:
@@ -165,7 +169,9 @@ class DPAPPRGaussian(Randomizer):
 
     @property
     def sensitivity(self) -> float:
-        return 2.0 * self.clip
+        """sqrt(2) C1: for non-negative a, b with ||a||, ||b|| <= C1, a.b >= 0 gives
+        ||a - b||^2 <= ||a||^2 + ||b||^2 <= 2 C1^2 (attained by orthogonal vectors)."""
+        return math.sqrt(2.0) * self.clip
 
     @property
     def noise_multiplier(self) -> float:
@@ -183,7 +189,8 @@ class DPAPPRGaussian(Randomizer):
             acc.spend_gaussian("DP-APPR-GM (private top-K per source)",
                                noise_multiplier=self.noise_multiplier, steps=count,
                                unit=self.unit,
-                               sensitivity_note="l2 clip C1, sensitivity 2 C1 per vector")
+                               sensitivity_note="l2 clip C1 of a non-negative vector: "
+                                                "sensitivity sqrt(2) C1 per vector")
 
     def release(self, appr: sp.spmatrix | np.ndarray, rng: np.random.Generator
                 ) -> sp.csr_matrix:

@@ -34,10 +34,12 @@ from dpgl.graph.pairs import index_to_pair, pair_to_index, unique_counts
 from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.ldpgen import LDPGenClient
 from dpgl.mechanisms.neighbor_list import check_num_nodes, edge_index_from_pairs
+from dpgl.mechanisms.rr import both_directions
 from dpgl.privacy import Guarantee
 from dpgl.rng import SeedLike
 
-__all__ = ["LDPGenTransform", "choose_k1", "chung_lu_blocks", "kmeans", "ldpgen_simulate"]
+__all__ = ["LDPGenTransform", "choose_k1", "chung_lu_blocks", "kmeans", "ldpgen_reports",
+           "ldpgen_simulate"]
 
 
 def choose_k1(noisy_degree: np.ndarray, eps2: float, num_nodes: int, max_k1: int = 64) -> int:
@@ -138,24 +140,38 @@ def chung_lu_blocks(weights: np.ndarray, labels: np.ndarray, k: int,
     return index_to_pair(unique_counts(np.concatenate(keys))[0], n)
 
 
-def ldpgen_simulate(u: np.ndarray, v: np.ndarray, num_nodes: int, client: LDPGenClient,
-                    rng: np.random.Generator, *, k0: int = 2, k1: int | None = None,
-                    max_k1: int = 64) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Both LDPGen phases (users and server) and the generated graph (pairs u < v)."""
+def ldpgen_reports(src: np.ndarray, dst: np.ndarray, num_nodes: int, client: LDPGenClient,
+                   rng: np.random.Generator, *, k0: int = 2, k1: int | None = None,
+                   max_k1: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both LDPGen phases for every user's own list (directed entries: user ``src[k]`` has
+    neighbor ``dst[k]``): the server's random phase-1 partition xi0, the phase-1 reports, the
+    server's phase-2 clustering xi1 of those reports (post-processing) and the phase-2 reports.
+    Returns ``(xi0, delta0, xi1, delta1)``."""
     n = check_num_nodes(num_nodes)
     if k0 < 1:
         raise ConfigError(f"k0 must be >= 1, got {k0}")
     xi0 = rng.integers(0, k0, size=n)
-    delta0 = client.simulate(u, v, n, xi0, k0, 1, rng)
+    delta0 = client.simulate_lists(src, dst, n, xi0, k0, 1, rng)
     if k1 is None:
         k1 = choose_k1(delta0.sum(axis=1), client.eps2, n, max_k1)
     elif k1 < 1:
         raise ConfigError(f"k1 must be >= 1, got {k1}")
     k1 = int(min(k1, n))
     xi1 = kmeans(delta0, k1, rng)
-    delta1 = client.simulate(u, v, n, xi1, k1, 2, rng)
-    a, b = chung_lu_blocks(delta1, xi1, k1, rng)
-    return a, b, {"k1": k1}
+    delta1 = client.simulate_lists(src, dst, n, xi1, k1, 2, rng)
+    return xi0, delta0, xi1, delta1
+
+
+def ldpgen_simulate(u: np.ndarray, v: np.ndarray, num_nodes: int, client: LDPGenClient,
+                    rng: np.random.Generator, *, k0: int = 2, k1: int | None = None,
+                    max_k1: int = 64) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Both LDPGen phases (users and server) and the generated graph (pairs u < v)."""
+    src, dst = both_directions(u, v)
+    _, _, xi1, delta1 = ldpgen_reports(src, dst, num_nodes, client, rng, k0=k0, k1=k1,
+                                       max_k1=max_k1)
+    k1_used = delta1.shape[1]
+    a, b = chung_lu_blocks(delta1, xi1, k1_used, rng)
+    return a, b, {"k1": k1_used}
 
 
 class LDPGenTransform(EdgeLDPTransform):

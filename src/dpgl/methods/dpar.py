@@ -188,7 +188,7 @@ def _calibrate(variant: str, p: DPARParams, setup: _Setup, eps: float | None) ->
                                                          composition="optimal"),
                           value_share=p.value_share)
         z_gm = gaussian_noise_multiplier(share * eps_in, d_half, steps=m, method="rdp")
-        return _Noise(sigma_gm=z_gm * 2 * p.clip_gm)
+        return _Noise(sigma_gm=z_gm * DPAPPRGaussian(p.k, 1.0, clip=p.clip_gm).sensitivity)
     assert p.paper_epsilon is not None
     delta_m = min(p.delta / p.subsample, 0.5)
     delta0 = delta_m / (2 * m)

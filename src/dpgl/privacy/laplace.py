@@ -3,7 +3,9 @@
 * Laplace mechanism (Dwork, McSherry, Nissim & Smith 2006; Dwork & Roth 2014, Thm 3.6):
   f(x) + Lap(Delta_1 / eps) is eps-DP when f has L1 sensitivity Delta_1. Sampled with
   NumPy's floating-point sampler; see Mironov (2012) for why textbook floating-point Laplace
-  can leak in deployment. For integers use :class:`DiscreteLaplace`.
+  can leak in deployment. ``secure=True`` (with the public clamp ``bound``) releases through
+  Mironov's snapping mechanism instead (:mod:`dpgl.privacy.snapping`, docs/secure-mode.md).
+  For integers use :class:`DiscreteLaplace`.
 * Discrete Laplace / two-sided geometric mechanism (Ghosh, Roughgarden & Sundararajan 2009;
   Canonne, Kamath & Steinke 2020): for an integer query with
   sensitivity Delta, output f(x) + Z with P[Z = z] = (1 - a) / (1 + a) a^|z|,
@@ -30,6 +32,7 @@ from dpgl.privacy._validation import (
 )
 from dpgl.privacy.guarantee import Guarantee, Unit, check_epsilon
 from dpgl.privacy.randomizer import Randomizer
+from dpgl.privacy.snapping import SnappingMechanism
 
 __all__ = [
     "DiscreteLaplace",
@@ -45,46 +48,111 @@ class LaplaceMechanism(Randomizer):
 
     ``sensitivity`` is the L1 sensitivity of the released vector under ``unit`` (e.g. 1 for a
     degree under edge-LDP, as in DPRR and Blink).
+
+    ``secure=True`` is for values that leave a user's device: the release is Mironov's
+    snapping mechanism (:class:`dpgl.privacy.snapping.SnappingMechanism`), which needs the
+    public clamp ``bound`` = B (released values lie in [-B, B], on a grid of spacing
+    :attr:`grid`) and, for vectors, ``coordinates`` = k, the number of entries that may differ
+    between neighbouring inputs, each by at most sensitivity / k (1: a scalar, or a vector of
+    which one entry changes, like LocalLap's bits; a feature vector in [lo, hi]^d: k = d with
+    sensitivity d (hi - lo)). :attr:`guarantee` is then the snapping theorem's stated
+    epsilon, calibrated to be <= ``epsilon``. The default (``secure=False``) draws exactly as
+    before: ``x + rng.laplace(0, sensitivity / eps)``.
     """
 
     def __init__(self, epsilon: float, sensitivity: float = 1.0,
-                 unit: Unit | str = Unit.EDGE_LDP, *, label: str = "Laplace") -> None:
+                 unit: Unit | str = Unit.EDGE_LDP, *, label: str = "Laplace",
+                 secure: bool = False, bound: float | None = None,
+                 coordinates: int = 1) -> None:
         self.label = label
         self.epsilon = check_epsilon(epsilon)
         self.sensitivity = check_positive(sensitivity, "sensitivity")
         self.unit = check_unit(unit)
+        if not isinstance(secure, (bool, np.bool_)):
+            raise ConfigError(f"secure must be True or False, got {secure!r}")
+        self.secure = bool(secure)
+        self._snapping: SnappingMechanism | None = None
+        if self.secure:
+            if bound is None:
+                raise ConfigError("secure=True needs bound=B, the public clamp |value| <= B of "
+                                  "the released values (Mironov's snapping mechanism)")
+            self._snapping = SnappingMechanism(self.epsilon, self.sensitivity, bound,
+                                               coordinates=coordinates)
+        elif bound is not None or not (isinstance(coordinates, int) and coordinates == 1):
+            raise ConfigError("bound and coordinates are used only with secure=True (the "
+                              "snapping mechanism); leave them out otherwise")
+
+    @property
+    def snapping(self) -> SnappingMechanism | None:
+        """The snapping mechanism that draws in secure mode (None otherwise)."""
+        return self._snapping
+
+    @property
+    def bound(self) -> float | None:
+        """B, the public clamp of the released values (secure mode; None otherwise)."""
+        return None if self._snapping is None else self._snapping.bound
+
+    @property
+    def coordinates(self) -> int:
+        """Entries that may differ between neighbouring inputs (secure mode; 1 otherwise)."""
+        return 1 if self._snapping is None else self._snapping.params.coordinates
+
+    @property
+    def grid(self) -> float | None:
+        """Spacing of the released values in secure mode (None otherwise)."""
+        return None if self._snapping is None else self._snapping.grid
 
     @property
     def scale(self) -> float:
-        """b = sensitivity / eps."""
+        """b = sensitivity / eps (secure mode: the snapping mechanism's scale, slightly
+        larger)."""
+        if self._snapping is not None:
+            return self._snapping.scale
         return self.sensitivity / self.epsilon
 
     @property
     def variance(self) -> float:
-        """2 b^2."""
+        """2 b^2. Secure mode: 2 b^2 + grid^2 / 12, the mean squared error of a release
+        averaged over the input's offset from the grid (the clamp ignored); for one input
+        it varies by a few percent with that offset."""
+        if self._snapping is not None:
+            return 2.0 * self.scale**2 + self._snapping.grid**2 / 12.0
         return 2.0 * self.scale**2
 
     @property
     def guarantee(self) -> Guarantee:
-        """Pure eps-DP (Dwork & Roth 2014, Thm 3.6)."""
+        """Pure eps-DP (Dwork & Roth 2014, Thm 3.6); secure mode: the snapping mechanism's
+        stated epsilon (Mironov 2012, Sec. 5.2, Thm 1, per changed entry), <= ``epsilon``."""
+        if self._snapping is not None:
+            return Guarantee.pure(self._snapping.epsilon, self.unit)
         return Guarantee.pure(self.epsilon, self.unit)
 
     def randomize(self, x: object, rng: np.random.Generator) -> np.ndarray:
-        """x + Lap(b), elementwise."""
+        """x + Lap(b), elementwise (secure mode: the snapping mechanism)."""
         rng = check_generator(rng)
         a = as_finite_float(x)
+        if self._snapping is not None:
+            return self._snapping.randomize(a, rng)
         return a + rng.laplace(0.0, self.scale, size=a.shape)
 
     __call__ = randomize
 
     def log_density(self, y: object, x: object) -> np.ndarray:
         """log of the output density at ``y`` given input ``x`` (elementwise)."""
+        if self._snapping is not None:
+            raise ConfigError("log_density is the continuous Laplace density; secure mode "
+                              "releases values on a grid (snapping mechanism)")
         yy, xx = as_finite_float(y, "y"), as_finite_float(x, "x")
         return -np.abs(yy - xx) / self.scale - math.log(2.0 * self.scale)
 
     def __repr__(self) -> str:
-        return (f"LaplaceMechanism(epsilon={self.epsilon:g}, sensitivity={self.sensitivity:g}, "
-                f"unit={self.unit.value!r})")
+        text = (f"LaplaceMechanism(epsilon={self.epsilon:g}, sensitivity={self.sensitivity:g}, "
+                f"unit={self.unit.value!r}")
+        if self._snapping is not None:
+            text += f", secure=True, bound={self._snapping.bound:g}"
+            if self.coordinates != 1:
+                text += f", coordinates={self.coordinates}"
+        return text + ")"
 
 
 def _rational_rate(epsilon: float, sensitivity: int) -> Fraction:

@@ -35,7 +35,7 @@ from dpgl.experiments.reproductions._common import (
     stored_frame,
 )
 from dpgl.experiments.store import RunStore
-from dpgl.mechanisms.features import FeatureRandomizer
+from dpgl.mechanisms.features import FeatureRandomizer, public_feature_range
 from dpgl.nn.kprop import kprop_matrix
 from dpgl.rng import make_rng
 
@@ -153,7 +153,8 @@ def aggregation_error(dataset: str, data_dir: Path | None, epsilons: list[float]
                       seeds: int) -> pd.DataFrame:
     """Mean absolute error |AGG(x') - AGG(x)| per entry, one aggregation step over N(v) - {v}
     (LPGNN RQ2, Fig. 5)."""
-    data = load_dataset(dataset, data_dir, normalize_features=True)
+    data = load_dataset(dataset, data_dir)
+    frange = public_feature_range(data)
     x = data.x.double()
     n, d = x.shape
     rows = []
@@ -165,8 +166,8 @@ def aggregation_error(dataset: str, data_dir: Path | None, epsilons: list[float]
         for mech, agg in combos:
             errs = []
             for s in range(seeds):
-                rand = FeatureRandomizer(eps, d, mech, delta=1e-4)
-                xp = torch.from_numpy(rand.privatize(x.numpy(), make_rng(1000 + s)))
+                rand = FeatureRandomizer(eps, d, mech, delta=1e-4, feature_range=frange)
+                xp = torch.from_numpy(rand.privatize(x.numpy(), make_rng(1000 + s))[0])
                 errs.append(float((adjs[agg].to(torch.float64) @ xp - true[agg]).abs().mean()))
             rows.append({"dataset": dataset, "epsilon": eps, "mechanism": mech,
                          "aggregator": agg, "series": f"{mech} / {agg}",
@@ -176,13 +177,15 @@ def aggregation_error(dataset: str, data_dir: Path | None, epsilons: list[float]
 
 def report_correlation(dataset: str, data_dir: Path | None, epsilons: list[float],
                        seed: int = 0) -> dict[str, float]:
-    """Pearson correlation between the true (normalized) features and the multi-bit reports
-    the server rectifies, per eps (how much feature information survives)."""
-    data = load_dataset(dataset, data_dir, normalize_features=True)
+    """Pearson correlation between the true features and the multi-bit reports the server
+    rectifies, per eps (how much feature information survives)."""
+    data = load_dataset(dataset, data_dir)
+    frange = public_feature_range(data)
     x = data.x.double().numpy()
     out = {}
     for eps in epsilons:
-        xp = FeatureRandomizer(eps, x.shape[1]).privatize(x, make_rng(seed))
+        xp, _ = FeatureRandomizer(eps, x.shape[1], feature_range=frange).privatize(
+            x, make_rng(seed))
         out[f"{eps:g}"] = float(np.corrcoef(x.ravel(), xp.ravel())[0, 1])
     return out
 
