@@ -225,3 +225,29 @@ def test_to_frame_flattens_a_real_privacy_report(tmp_path):
     assert row["privacy_total_edge-LDP_delta"] == 0.0
     no_privacy = row["privacy_total_feature-LDP_epsilon"]  # null in JSON: no guarantee
     assert no_privacy is None or math.isnan(no_privacy)
+
+
+def test_diagnostics_are_stored_apart_and_version_1_stores_migrate(tmp_path):
+    """Evaluation-only diagnostics have their own column; a store written before it existed
+    (schema version 1) gains the column on open and its rows read back with none."""
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("""CREATE TABLE runs (key TEXT PRIMARY KEY NOT NULL, hparam_key TEXT NOT NULL,
+        grid TEXT, task TEXT NOT NULL, dataset TEXT NOT NULL, method TEXT NOT NULL,
+        model TEXT NOT NULL, epsilon REAL, seed INTEGER NOT NULL, config_json TEXT NOT NULL,
+        metrics_json TEXT NOT NULL, privacy_json TEXT NOT NULL, timing_json TEXT NOT NULL,
+        info_json TEXT NOT NULL, created_at TEXT NOT NULL, dpgl_version TEXT NOT NULL)""")
+    cfg = RunConfig(dataset="cora", method="none", seed=0)
+    conn.execute("INSERT INTO runs VALUES (?, ?, NULL, 'node', 'cora', 'none', 'gcn', NULL, 0, "
+                 "?, '{}', '{}', '{}', '{}', 'now', '0')",
+                 (cfg.key(), cfg.hparam_key(), cfg.to_json()))
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with RunStore(path) as st:
+        assert st.get(cfg.key())["diagnostics"] == {}
+        other = RunConfig(dataset="cora", method="none", seed=1)
+        st.put(other, RunResult(metrics={"test_accuracy": 0.5},
+                                diagnostics={"true_edges": 10}))
+        assert st.get(other.key())["diagnostics"] == {"true_edges": 10}
+        assert st.get(other.key())["info"] == {}

@@ -1,0 +1,186 @@
+"""The privacy report is made by the code that draws the noise, and the runner checks it:
+methods never compute a budget, the report opens with one plain sentence, a private run whose
+report is empty or over budget fails, one report per user, splits never read private labels,
+and values computed from private data are stored apart as diagnostics."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from typing import ClassVar
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+
+import dpgl.methods as methods_pkg
+from dpgl.errors import PrivacyError
+from dpgl.experiments.config import RunConfig
+from dpgl.experiments.execute import check_report, execute_run
+from dpgl.mechanisms.features import CollectFeatures, FeatureRange
+from dpgl.mechanisms.labels import CollectLabels
+from dpgl.methods.base import _REGISTRY, Method, MethodOutput, RunContext, register
+from dpgl.methods.params import NodeParams, Params
+from dpgl.privacy import Accountant, Guarantee, RandomizedResponse, Unit
+
+METHODS_DIR = pathlib.Path(methods_pkg.__file__).parent
+
+
+def test_methods_never_compute_a_budget() -> None:
+    """No method module spends a guarantee or builds one: the randomizers charge what they
+    draw (spend_nonprivate, a declaration that data is used as is, is allowed)."""
+    offenders = []
+    for path in METHODS_DIR.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name in ("spend", "spend_gaussian", "spend_rdp", "Guarantee"):
+                    offenders.append(f"{path.name}:{node.lineno} {name}")
+    assert not offenders, offenders
+
+
+# --------------------------------------------------------------------------- runner checks
+
+
+class _P(NodeParams):
+    factor: float = 1.0
+    charge: bool = True
+
+
+class _Fake(Method):
+    """A private test method that charges ``factor`` x epsilon (or nothing)."""
+
+    name = "test-fake-private"
+    private = True
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": _P}
+    budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
+
+    def fit(self, ctx: RunContext) -> MethodOutput:
+        p = ctx.params
+        assert isinstance(p, _P) and ctx.epsilon is not None
+        if p.charge:
+            RandomizedResponse(p.factor * ctx.epsilon, Unit.EDGE_LDP, label="bits").charge()
+        return MethodOutput({"test_accuracy": 0.5})
+
+
+@pytest.fixture()
+def fake() -> type[Method]:
+    register(_Fake)
+    yield _Fake
+    _REGISTRY.pop(_Fake.name, None)
+
+
+def _run(eps: float, **params: object):
+    return execute_run(RunConfig(dataset="csbm", method="test-fake-private", epsilon=eps,
+                                 seed=0, params=params))
+
+
+def test_the_runner_accepts_a_run_within_budget(fake: type[Method]) -> None:
+    r = _run(2.0)
+    assert r.privacy["summary"].startswith("Protected: each user's neighbour list, eps = 2")
+
+
+def test_the_runner_rejects_an_empty_report(fake: type[Method]) -> None:
+    with pytest.raises(PrivacyError, match="recorded no privacy part"):
+        _run(2.0, charge=False)
+
+
+def test_the_runner_rejects_an_over_budget_report(fake: type[Method]) -> None:
+    with pytest.raises(PrivacyError, match="more than its budget epsilon=2"):
+        _run(2.0, factor=1.5)
+
+
+def test_the_runner_rejects_a_charge_on_an_undeclared_unit() -> None:
+    acc = Accountant()
+    acc.spend("x", Guarantee(0.5, 0.0, Unit.EDGE_LDP))
+    acc.spend("y", Guarantee(0.5, 0.0, Unit.FEATURE_LDP))
+    with pytest.raises(PrivacyError, match="declares no budget"):
+        check_report(_Fake(), _P(), 1.0, acc.report())
+    acc2 = Accountant()
+    acc2.spend("x", Guarantee(0.5, 0.0, Unit.EDGE_LDP))
+    acc2.spend_nonprivate("x as is", "oops", Unit.EDGE_LDP)
+    with pytest.raises(PrivacyError, match="NO PRIVACY for edge-LDP"):
+        check_report(_Fake(), _P(), 1.0, acc2.report())
+    acc3 = Accountant()
+    acc3.spend("x", Guarantee(0.5, 1e-6, Unit.EDGE_LDP))
+    with pytest.raises(PrivacyError, match="delta"):
+        check_report(_Fake(), _P(), 1.0, acc3.report())
+
+
+def test_every_registered_private_method_declares_its_unit_and_split() -> None:
+    from dpgl.methods import get_method, list_methods
+
+    for name in list_methods():
+        m = get_method(name)
+        if m.private:
+            assert m.unit is not None, name
+            assert m.budget_split, name
+
+
+def test_reports_open_with_one_plain_sentence() -> None:
+    r = execute_run(RunConfig(dataset="csbm", method="blink-hard", epsilon=4.0, seed=0,
+                              params={"epochs": 2}))
+    s = r.privacy["summary"]
+    assert s.startswith("Protected: each user's neighbour list, eps = 4 (edge-LDP: ")
+    assert "Used as is (no privacy): node features, labels." in s
+    n = execute_run(RunConfig(dataset="csbm", method="none", seed=0, params={"epochs": 2}))
+    assert n.privacy["summary"].startswith("Nothing is protected. Used as is (no privacy):")
+
+
+# --------------------------------------------------------------------------- finding 4
+
+
+def test_one_report_per_user_features() -> None:
+    x = torch.rand(20, 4)
+    col = CollectFeatures(1.0, feature_range=FeatureRange(0, 1), seed=0)
+    acc = Accountant()
+    with acc.active():
+        r5 = col.user_report(5, x[5].numpy())
+        out = col(Data(x=x)).x
+        again = col(Data(x=x)).x
+    assert np.allclose(out[5].numpy(), r5)              # the matrix reuses user 5's report
+    assert torch.equal(out, again)
+    # two draws (user 5 alone, then the 19 others): each charged once, never re-drawn
+    assert len(acc.report().entries) == 2
+
+
+def test_one_report_per_user_labels() -> None:
+    y = torch.randint(0, 3, (30,))
+    col = CollectLabels(1.0, 3, seed=0)
+    r7 = col.user_report(7, int(y[7]))
+    out = col(Data(y=y)).y
+    assert int(out[7]) == r7 and torch.equal(out, col(Data(y=y)).y)
+
+
+def test_stratified_splits_read_only_the_reported_labels(monkeypatch) -> None:
+    """With label-LDP, stratification uses the users' reports, never the true labels."""
+    import dpgl.methods.common as common
+
+    seen: list[torch.Tensor] = []
+    orig = common.random_node_split
+
+    def spy(*a, **kw):
+        seen.append(kw["labels"])
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(common, "random_node_split", spy)
+    r = execute_run(RunConfig(dataset="csbm", method="lpgnn", epsilon=1.0, seed=0,
+                              params={"epochs": 2, "steps": 1, "stratify": True,
+                                      "label_epsilon": 0.5}))
+    from dpgl.datasets import load_dataset
+
+    true = load_dataset("csbm").y
+    assert len(seen) == 1 and not torch.equal(seen[0], true)   # reports differ from truth
+    assert r.privacy["totals"]["label-LDP"]["epsilon"] == pytest.approx(0.5)
+
+
+def test_private_data_diagnostics_are_stored_apart() -> None:
+    r = execute_run(RunConfig(dataset="csbm", method="rr", epsilon=4.0, seed=0,
+                              params={"epochs": 2}))
+    assert "true_edges" in r.diagnostics and "true_edges" not in r.info
+    lp = execute_run(RunConfig(dataset="csbm", method="lpgnn", epsilon=1.0, seed=0,
+                               params={"epochs": 2, "steps": 1, "label_epsilon": 1.0}))
+    assert "label_noise_rate_train" in lp.diagnostics
+    assert "label_noise_rate_train" not in lp.info
