@@ -114,15 +114,24 @@ def _fmt(v: Any) -> str:
 
 @app.command()
 def methods(task: Annotated[str | None, typer.Option(help="node or graph")] = None) -> None:
-    """List the registered methods."""
+    """List the registered methods: the unit each protects with --epsilon and how it is
+    spent."""
     from dpgl.methods import get_method, list_methods
 
     table = Table()
-    for col in ("method", "tasks", "private", "description"):
+    for col in ("method", "tasks", "protects (--epsilon)", "how --epsilon is spent",
+                "description"):
         table.add_column(col)
     for name in list_methods(task):
         m = get_method(name)
-        table.add_row(name, ",".join(m.tasks), "yes" if m.private else "no", m.summary)
+        if m.private:
+            others = [f"{u.value} ({p})" for u, p in m.budgets.items() if p != "epsilon"]
+            unit = m.unit.value if m.unit is not None else "-"
+            protects = unit + ("; also " + ", ".join(others) if others else "")
+        else:
+            protects = "nothing (non-private)"
+        split = (m.budget_split or "-") if m.private else "-"
+        table.add_row(name, ",".join(m.tasks), protects, split, m.summary)
     out.print(table)
 
 

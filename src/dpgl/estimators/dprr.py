@@ -46,7 +46,8 @@ class DPRRTransform(EdgeLDPTransform):
                  secure: bool = False) -> None:
         if symmetrize not in POLICIES:
             raise unknown_name("symmetrization policy", symmetrize, POLICIES)
-        self.mechanism = DPRR(epsilon, n_max=n_max, alpha=alpha, allocation=allocation)
+        self.mechanism = DPRR(epsilon, n_max=n_max, alpha=alpha, allocation=allocation,
+                              secure=secure)
         self.symmetrize = symmetrize
         self.nonprivate_fraction = check_fraction(nonprivate_fraction, "nonprivate_fraction",
                                                   high_open=True)

@@ -96,7 +96,8 @@ class LocalLapTransform(EdgeLDPTransform):
     def __init__(self, epsilon: float, *, variant: str = "locallap",
                  degree_fraction: float = 0.1, seed: SeedLike = None,
                  secure: bool = False) -> None:
-        self.mechanism = LocalLap(epsilon, variant=variant, degree_fraction=degree_fraction)
+        self.mechanism = LocalLap(epsilon, variant=variant, degree_fraction=degree_fraction,
+                                  secure=secure)
         super().__init__(seed, secure=secure)
 
     @property

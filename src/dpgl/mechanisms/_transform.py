@@ -28,7 +28,9 @@ class EdgeLDPTransform(BaseTransform):
 
     ``seed`` is an int, a ``numpy.random.Generator`` or ``None`` with ``secure=True``
     (see :func:`dpgl.rng.make_rng`); the generator is created once, so repeated calls draw
-    fresh randomness in a reproducible sequence.
+    fresh randomness in a reproducible sequence. ``secure=True`` is deployment mode: OS
+    entropy, and randomizers that draw real-valued Laplace noise on the device draw it with
+    Mironov's snapping mechanism (docs/secure-mode.md).
     """
 
     def __init__(self, seed: SeedLike = None, *, secure: bool = False) -> None:

@@ -127,14 +127,16 @@ class DPRR(Randomizer):
     """DPRR with total budget ``epsilon`` split into eps1 (degree) + eps2 (RR).
 
     ``n_max`` is needed for the Eq. 8 allocation; when it is ``None`` the node count of the
-    graph being randomized is used (:meth:`budget`). The two parts are randomizers
+    graph being randomized is used (:meth:`budget`). ``secure=True`` draws the noisy degree
+    with Mironov's snapping mechanism (docs/secure-mode.md). The two parts are randomizers
     (:meth:`randomizers`): the Laplace degree and the bit-level RR, each charging the active
     accountant when its noise is drawn; the guarantee is their composition.
     """
 
     def __init__(self, epsilon: float, *, n_max: int | None = None, alpha: float = 0.9,
-                 allocation: str = "eq8") -> None:
+                 allocation: str = "eq8", secure: bool = False) -> None:
         self.epsilon = check_epsilon(epsilon)
+        self.secure = bool(secure)
         self.alpha = check_fraction(alpha, "alpha", low_open=True, high_open=True)
         if allocation not in ALLOCATIONS:
             raise unknown_name("DPRR budget allocation", allocation, ALLOCATIONS)
@@ -154,8 +156,11 @@ class DPRR(Randomizer):
                     ) -> tuple[LaplaceMechanism, RandomizedResponse]:
         """The two parts for lists of ``num_nodes`` users: (Laplace degree, bit-level RR)."""
         eps1, eps2 = self.budget(num_nodes)
-        return (LaplaceMechanism(eps1, 1.0, Unit.EDGE_LDP,
-                                 label="Laplace degree (eps1)"),
+        # secure: the degree noise (on the device; it sets the sampling probability) is drawn
+        # by Mironov's snapping mechanism, clamped to [-B, B] with B = n + 50 / eps1
+        bound = (float(num_nodes or self.n_max or 1) + 50.0 / eps1) if self.secure else None
+        return (LaplaceMechanism(eps1, 1.0, Unit.EDGE_LDP, label="Laplace degree (eps1)",
+                                 secure=self.secure, bound=bound),
                 RandomizedResponse(eps2, Unit.EDGE_LDP,
                                    label="RR + edge sampling (eps2)"))
 

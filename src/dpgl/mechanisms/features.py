@@ -116,13 +116,18 @@ class FeatureRandomizer(Randomizer):
     :meth:`privatize` maps the true (n, d) matrix to the server's unbiased estimate; every row
     is one user's independent report, each user clipping her own vector into the range. It
     charges the active accountant once per call (one report from each user of the call).
+    ``secure=True`` (Laplace only) draws with Mironov's snapping mechanism
+    (docs/secure-mode.md); the bit encoders release bits and need no secure mode.
     """
 
     def __init__(self, epsilon: float, d: int, mechanism: str = "multibit", *,
                  feature_range: FeatureRange | None = None, m: int | str = "best",
-                 delta: float = 1e-4) -> None:
+                 delta: float = 1e-4, secure: bool = False) -> None:
         if mechanism not in FEATURE_MECHANISMS:
             raise unknown_name("feature mechanism", mechanism, FEATURE_MECHANISMS)
+        if secure and mechanism == "gaussian":
+            raise ConfigError("secure mode has no Gaussian sampler (a discrete Gaussian would be "
+                              "needed); use mechanism='laplace' or a multi-bit encoder")
         if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
             raise ConfigError(f"the feature dimension d must be an integer >= 1, got {d!r}")
         rng_ = feature_range or FeatureRange(0.0, 1.0, "default [0, 1]")
@@ -146,8 +151,13 @@ class FeatureRandomizer(Randomizer):
                                            calibration="analytic", unit=Unit.FEATURE_LDP,
                                            label="features")
         else:
+            # secure: Mironov's snapping mechanism per coordinate (d entries may change, each
+            # by at most the span), clamped to a public bound 50 scales beyond the range
+            bound = (max(abs(lo), abs(hi)) + 50.0 * self.d * span / self.epsilon) \
+                if secure else None
             self._impl = LaplaceMechanism(self.epsilon, self.d * span, unit=Unit.FEATURE_LDP,
-                                          label="features")
+                                          label="features", secure=secure, bound=bound,
+                                          coordinates=self.d if secure else 1)
 
     @property
     def guarantee(self) -> Guarantee:
@@ -205,8 +215,10 @@ class CollectFeatures(BaseTransform):
 
     Each user's report is drawn once and kept (:meth:`user_report` and the transform share one
     store keyed by user index), so a user never sends two independent reports. ``seed`` is an
-    int, a generator, or None with ``secure=True``. ``clipped`` counts the values users clipped
-    into the range (an evaluation-only diagnostic computed from raw data).
+    int, a generator, or None with ``secure=True`` (deployment: OS entropy, and the Laplace
+    mechanism draws with Mironov's snapping mechanism; docs/secure-mode.md). ``clipped``
+    counts the values users clipped into the range (an evaluation-only diagnostic computed
+    from raw data).
     """
 
     def __init__(self, epsilon: float, mechanism: str = "multibit", *,
@@ -218,6 +230,7 @@ class CollectFeatures(BaseTransform):
         self.mechanism = mechanism
         self.feature_range = feature_range or FeatureRange(0.0, 1.0, "default [0, 1]")
         self.m, self.delta = m, delta
+        self.secure = bool(secure)
         self.rng = make_rng(seed, secure=secure)
         self._store = np.zeros((0, 0), dtype=np.float32)   # row u: user u's report
         self._has = np.zeros(0, dtype=bool)
@@ -228,7 +241,9 @@ class CollectFeatures(BaseTransform):
         if self.randomizer is None:
             self.randomizer = FeatureRandomizer(self.epsilon, d, self.mechanism,
                                                 feature_range=self.feature_range, m=self.m,
-                                                delta=self.delta)
+                                                delta=self.delta,
+                                                secure=self.secure and self.mechanism
+                                                == "laplace")
         elif self.randomizer.d != d:
             raise ConfigError(f"this collector holds reports of dimension {self.randomizer.d}; "
                               f"got features of dimension {d}")

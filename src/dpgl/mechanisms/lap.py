@@ -149,10 +149,12 @@ class LocalLap(Randomizer):
 
     Parts (randomizers that charge when they draw): :attr:`bits` (Laplace, eps2, L1
     sensitivity 1) and, for ``locallap``, :attr:`degree` (discrete Laplace, eps1).
+    ``secure=True`` releases the device's bits (:meth:`report`) through Mironov's snapping
+    mechanism (docs/secure-mode.md); the whole-graph simulation draws the ideal distribution.
     """
 
     def __init__(self, epsilon: float, *, variant: str = "locallap",
-                 degree_fraction: float = 0.1) -> None:
+                 degree_fraction: float = 0.1, secure: bool = False) -> None:
         self.epsilon = check_epsilon(epsilon)
         if variant not in VARIANTS:
             raise unknown_name("Laplace-bits variant", variant, VARIANTS)
@@ -163,8 +165,13 @@ class LocalLap(Randomizer):
         else:
             self.degree_fraction = 0.0
         self.label = f"neighbor lists: {variant}"
-        self.bits = LaplaceMechanism(self.epsilon - self.degree_fraction * self.epsilon, 1.0,
-                                     Unit.EDGE_LDP, label="Laplace bits (eps2)")
+        eps2 = self.epsilon - self.degree_fraction * self.epsilon
+        # secure: the device's real-valued bits are released through Mironov's snapping
+        # mechanism, clamped to the public [-B, B] with B = 1 + 50 / eps2 (the clamp binds
+        # with probability < e^-50 per bit)
+        self.bits = LaplaceMechanism(eps2, 1.0, Unit.EDGE_LDP, label="Laplace bits (eps2)",
+                                     secure=secure,
+                                     bound=(1.0 + 50.0 / eps2) if secure else None)
         self.degree: DiscreteLaplace | None = None
         if variant == "locallap":
             self.degree = DiscreteLaplace(self.degree_fraction * self.epsilon, 1, Unit.EDGE_LDP,

@@ -191,7 +191,7 @@ class _Blink(EdgeLDPMethod):
 class BlinkHard(_Blink):
     name = "blink-hard"
     variant = "hard"
-    summary = "Blink: RR + Laplace degree, beta-model posterior, keep pairs with P > 0.5"
+    summary = "Blink: RR + discrete Laplace degree, beta-model posterior, keep pairs with P > 0.5"
 
 
 @register

@@ -58,6 +58,7 @@ from dpgl.privacy.one_bit import OneBit, one_bit_estimate, one_bit_probability
 from dpgl.privacy.randomized_response import KRandomizedResponse, RandomizedResponse
 from dpgl.privacy.randomizer import Randomizer, compose_parts
 from dpgl.privacy.report import UNIT_SUBJECTS, PrivacyReport, ReportEntry
+from dpgl.privacy.snapping import SnappingMechanism
 
 __all__ = [
     "AUDITABLE_MECHANISMS",
@@ -80,6 +81,7 @@ __all__ = [
     "RandomizedResponse",
     "Randomizer",
     "ReportEntry",
+    "SnappingMechanism",
     "Unit",
     "advanced_composition",
     "advanced_composition_epsilon",
