@@ -40,7 +40,7 @@ def test_feature_laplace_secure_and_gaussian_refused() -> None:
 
 def test_dprr_secure_degree() -> None:
     mech = DPRR(1.0, n_max=100, secure=True)
-    degree, rr = mech.randomizers(10)
+    degree, _rr = mech.randomizers(10)
     assert degree.secure and degree.bound >= 10
     assert mech.guarantee_for(10).epsilon <= 1.0 + 1e-12
     rep = mech.report(np.array([1, 2, 3]), 10, 0, np.random.default_rng(2))

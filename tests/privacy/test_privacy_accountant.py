@@ -223,3 +223,27 @@ def test_bad_spends_and_report_args() -> None:
     with pytest.raises(PrivacyError):
         Accountant(delta=0.0)
     assert len(acc) == 0
+
+
+def test_headline_states_subject_budget_parts_and_what_is_used_as_is() -> None:
+    acc = Accountant()
+    acc.spend("RR", Guarantee(1.5, 0.0, Unit.EDGE_LDP))
+    acc.spend("degree", Guarantee(0.5, 0.0, Unit.EDGE_LDP))
+    acc.spend_nonprivate("labels", "labels used as is", Unit.LABEL_LDP)
+    h = acc.report().headline
+    assert h.startswith("Protected: each user's neighbour list, eps = 2 (edge-LDP: ")
+    assert "RR 1.5 + degree 0.5" in h
+    assert h.endswith("Used as is (no privacy): labels.")
+    assert "jointly" not in h
+
+
+def test_headline_says_noisy_parts_compose_jointly() -> None:
+    acc = Accountant(delta=1e-5)
+    for name in ("encoder", "classifier"):
+        acc.spend_gaussian(name, noise_multiplier=1.0, steps=100, sampling_rate=0.01,
+                           sampling="poisson", unit=Unit.NODE_DP)
+    rep = acc.report()
+    parts = [e.epsilon for e in rep.entries]
+    assert rep.totals[Unit.NODE_DP].epsilon < sum(parts)     # joint RDP beats adding
+    assert "each alone; the noisy parts compose jointly" in rep.headline
+    assert "Used as is" not in rep.headline

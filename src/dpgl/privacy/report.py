@@ -170,6 +170,8 @@ class PrivacyReport:
                 inner = f": {parts[0].name}"
             else:
                 inner = ": " + " + ".join(f"{e.name} {_fmt_eps(e.epsilon)}" for e in parts)
+                if sum(e.kind in ("gaussian", "rdp") for e in parts) > 1:
+                    inner += ", each alone; the noisy parts compose jointly"
             if math.isfinite(g.epsilon):
                 clauses.append(f"{UNIT_SUBJECTS[unit]}, {_budget_words(g)} "
                                f"({unit.value}{inner})")

@@ -284,6 +284,18 @@ def run(out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any) -> l
 
 # ---------------------------------------------------------------------------- README
 
+ISSUE11_NOTE = (
+    "* Privacy fix (issue #11), measured: features used to be min-max normalized with the "
+    "minimum and maximum of *all* users' features before each user's multi-bit report, so every "
+    "report depended on other users' data; each user now clips her own vector into a public "
+    "range ([0, 1] here: the features of Cora, CiteSeer and Facebook are binary). On binary "
+    "features the old normalization was the identity, and the quick grid re-run from an empty "
+    "store on 2026-11-22 gives bit-identical Table 3, RQ3 and RQ4 numbers. Where the features "
+    "are not binary the results do change: on the synthetic csbm LPGNN with the public "
+    "declared range is compared with the old global min-max in "
+    "[feature_range_fix.md](feature_range_fix.md).")
+
+
 GAP_NOTES = {
     "citeseer": "LPGNN at eps = 1 matches the paper; only our non-private GCN+Raw is above "
                 "the paper's 73.7 (by about 2 points). Our baselines use fixed, untuned "
@@ -460,7 +472,10 @@ def write_readme(out_dir: Path, quick: bool) -> Path:
                      f"Facebook {sec.get('table3_facebook', 0.0) / 60:.1f}); RQ3 "
                      f"{sec.get('rq3', 0.0) / 60:.1f}, RQ4 {sec.get('rq4', 0.0) / 60:.1f}, RQ2 "
                      f"{sec.get('rq2', 0.0) / 60:.1f} min. A re-run reuses stored runs, so "
-                     "these are the times of the run that filled the store.")
+                     "these are the times of the run that filled the store."
+                     + (f" {note}" if (note := json.loads(timings.read_text(
+                         encoding="utf-8")).get("note")) else ""))
+    parts.append(ISSUE11_NOTE)
     readme = out_dir / "README.md"
     readme.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return readme

@@ -42,6 +42,18 @@ VARIANTS = ["base", "lpgnn", "solitude"]
 PAPER = {("cora", "gcn", "base"): (60.8, 68.6), ("cora", "gcn", "solitude"): (68.4, 77.8)}
 
 
+
+ISSUE11_NOTE = (
+    "Privacy fix (issue #11): features used to be min-max normalized with the minimum and "
+    "maximum of all users' features before each user's report (other users' reports then "
+    "depended on her data); each user now clips her own vector into a public range, [0, 1] "
+    "for Cora's binary features, and each user's label and feature report is drawn once. On "
+    "binary features the old normalization was the identity: re-running Table 3 "
+    "configurations with the new code (eps_a = 8, eps_x = 1, seeds 0 and 1; "
+    "`benchmarks/feature_range_fix.py`) gives accuracies identical to the last digit, so the "
+    "stored runs above were not recomputed. Where features are continuous the numbers do "
+    "change; see ../lpgnn/feature_range_fix.md.")
+
 def table3_configs(quick: bool, standardize: bool = True) -> list[RunConfig]:
     """Quick: eps_a in {7.0, 7.5, 8.0}, 3 seeds; GCN on Cora and CiteSeer first, then
     GraphSAGE on Cora. Full: all six eps_a, 5 seeds, both backbones on both datasets."""
@@ -277,6 +289,7 @@ def write_readme(out_dir: Path, quick: bool) -> Path:
         parts += ["(not run yet)", ""]
     parts.append("Timings (`timings.json`) are wall-clock on 2 cores shared with other jobs "
                  "(load average 5-7 during these runs).")
+    parts += ["", ISSUE11_NOTE]
     readme = out_dir / "README.md"
     readme.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return readme
