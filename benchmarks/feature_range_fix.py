@@ -32,8 +32,11 @@ SEEDS = (0, 1, 2)
 
 
 def _run(which: str, out: Path) -> None:
+    import torch
+
     from dpgl.experiments.config import RunConfig
     from dpgl.experiments.execute import execute_run
+    torch.set_num_threads(1)  # the last digit of a run depends on the thread count
     rows: list[dict[str, Any]] = []
 
     def one(dataset: str, method: str, eps: float, seed: int, params: dict[str, Any]) -> None:

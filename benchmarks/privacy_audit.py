@@ -103,6 +103,10 @@ Jagielski, "Privacy Auditing with One (1) Training Run", NeurIPS 2023;
 (lower bound <= claim); the broken variants are deliberately wrong DP-SGD code that the
 audit should catch.
 
+The many-run audits of every local randomizer the methods run (each at its claim and at twice
+it) and the many-run audit of DP-SGD's whole privacy profile are in
+[randomizers/](randomizers/README.md).
+
 ## Results (m = {m} canaries, {100 * args.confidence:.0f}% confidence)
 
 {_table(rows)}

@@ -58,9 +58,10 @@ def _profile_rows(eps_list: list[float], runs: int, seed: int) -> list[dict[str,
     from dpgl.audit.profile import run_profile_audit
     rows = []
     for eps in eps_list:
-        for broken in (None, "noise-halved"):
+        for broken in (None, "noise-halved", "no-clip"):
             t0 = time.perf_counter()
             res = run_profile_audit(eps, runs=runs, seed=seed, broken=broken)
+            seconds = round(time.perf_counter() - t0, 1)
             for p in res.profile:
                 rows.append({"audit": res.name, "target_epsilon": eps, "runs": res.runs,
                              "delta": p["delta"], "claimed_epsilon": round(p["claimed"], 4),
@@ -68,10 +69,13 @@ def _profile_rows(eps_list: list[float], runs: int, seed: int) -> list[dict[str,
                              "verdict": "pass" if p["lower_bound"] <= p["claimed"] + 1e-12
                              else "FAIL",
                              "expected": "FAIL" if broken else "pass",
-                             "seconds": round(time.perf_counter() - t0, 1)})
+                             "audit_verdict": "pass" if res.passed else "FAIL",
+                             "canary_clipped_fraction": res.details["canary_clipped_fraction"],
+                             "seconds": seconds})
             print(f"{res.name:30s} eps={eps:<4g} {'pass' if res.passed else 'FAIL'} "
-                  f"best lb={res.empirical_lower_bound:.3f} "
-                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+                  f"best lb={res.empirical_lower_bound:.3f} canary clipped at "
+                  f"{res.details['canary_clipped_fraction']:.0%} of steps ({seconds:.0f} s)",
+                  flush=True)
     return rows
 
 
@@ -128,17 +132,31 @@ def _readme(local: list[dict[str, Any]], profile: list[dict[str, Any]], command:
         lines += [
             "## DP-SGD privacy profile (many runs, white box)", "",
             "`dpgl.audit.profile`: `features-dpsgd`'s training step, full batch, half of the "
-            "runs with one canary node; the auditor subtracts the public examples' clipped "
-            "gradients and scores each run by the Gaussian likelihood ratio of what is left. "
-            "The claim at each delta is eps(delta) of the run's own charge (RDP conversion); "
-            "the lower bound is certified on half of the runs with a Bonferroni correction "
-            "over the deltas.", "",
+            "runs with one worst-case canary node (its gradient is clipped to the clipping "
+            "norm at every step: see the module docstring); the white-box auditor scores each "
+            "run by the Gaussian likelihood ratio of the released noisy sums on the weights "
+            "reading the canary's feature column, which no public example's gradient touches. "
+            "The claim at each delta is eps(delta) of the run's own charge "
+            "(RDP conversion); the lower bound is certified on three quarters of the runs "
+            "(the threshold is chosen on the rest) with a Bonferroni correction over the "
+            "deltas. A row's verdict is FAIL when its lower bound exceeds the claim; an audit "
+            "is caught when any of its rows is.", "",
             "| audit | target eps | runs | delta | claimed eps(delta) | lower bound | verdict |",
             "|---|---:|---:|---:|---:|---:|---|"]
+        wrong = []
         for r in profile:
             lines.append(f"| {r['audit']} | {r['target_epsilon']:g} | {r['runs']} | "
                          f"{r['delta']:g} | {r['claimed_epsilon']:.3f} | "
                          f"{r['empirical_lower_bound']:.3f} | {r['verdict']} |")
+            key = f"{r['audit']} at eps {r['target_epsilon']:g}"
+            if r.get("audit_verdict", r["verdict"]) != r["expected"] and key not in wrong:
+                wrong.append(key)
+        clipped = min(r.get("canary_clipped_fraction", 1.0) for r in profile)
+        lines += ["", f"Canary clipped to the clipping norm at {clipped:.0%} of the steps "
+                  "(the worst case the audit needs)."]
+        lines.append("Every audit is as expected: the shipped trainer passes, the noise-halved "
+                     "and skipped-clipping trainers are caught." if not wrong else
+                     "Not as expected: " + ", ".join(wrong) + ".")
         lines.append("")
     lines += [
         "## How to read this", "",
@@ -147,11 +165,12 @@ def _readme(local: list[dict[str, Any]], profile: list[dict[str, Any]], command:
         "is evidence (95% confidence) of a violation.",
         "* The x2 column is the audit's power: a randomizer that spent twice what it charges "
         "would be caught at that epsilon with that many trials.",
-        "* The profile audit shows the limit of auditing Gaussian noise with a few thousand "
-        "runs, even for a white-box auditor: the RDP-derived claim is loose and a DP-SGD that "
-        "draws half its noise may stay below it at every delta. Where the noise-halved rows pass, "
-        "that variant was *not* caught; the one-run audits (`../README.md`) catch the "
-        "skipped-clipping variant instead.", ""]
+        "* The profile audit's power is limited by the number of runs: the RDP-derived claim is "
+        "loose, and halving the noise of a DP-SGD calibrated to eps 1 raises its true "
+        "eps(0.01) only from 0.35 to 0.91 against a claimed 0.456, which takes roughly 8,000 "
+        "to 12,000 runs to certify (4,000 certify about 0.42); at eps 4 and 8, 4,000 runs "
+        "suffice. Where the noise-halved rows all pass, that variant was *not* caught at that "
+        "epsilon.", ""]
     return "\n".join(lines)
 
 

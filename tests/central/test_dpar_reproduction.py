@@ -45,3 +45,24 @@ def test_figures_average_over_seeds_and_write_plots(tmp_path: Path) -> None:
     # nothing stored yet: no section, no plot
     assert dpar._write_figures(pd.DataFrame(rows[:0], columns=list(rows[0])), fig1, split,
                                tmp_path) == ([], [])
+
+
+def test_before_after_table_pairs_rows_and_names_the_change(tmp_path: Path) -> None:
+    before = tmp_path / dpar.BEFORE_FILE
+    pd.DataFrame({"dataset": ["cora-ml", "cora-ml", "cora-ml"],
+                  "variant": ["gap-ndp", "dpar-em0 (dpgl)", "sage-ndp"],
+                  "epsilon": [8.0, 1.0, 8.0],
+                  "test_accuracy_mean": [0.55, 0.31, 0.30]}).to_csv(before, index=False)
+    now = pd.DataFrame({"dataset": ["cora-ml", "cora-ml", "cora-ml"],
+                        "variant": ["gap-ndp", "dpar-em0 (dpgl)", "gap-nonprivate"],
+                        "epsilon": [8.0, 1.0, float("nan")],
+                        "test_accuracy_mean": [0.30, 0.31, 0.81]})
+    lines = dpar._before_after(now, before)
+    rows = {ln.split(" | ")[1]: ln for ln in lines if ln.startswith("| cora-ml")}
+    assert "| 55.0 | 30.0 | -25.0 |" in rows["gap-ndp"] and "declared degree bound" in \
+        rows["gap-ndp"]
+    assert "| 31.0 | 31.0 | +0.0 |" in rows["dpar-em0 (dpgl)"]
+    assert "public universe" in rows["dpar-em0 (dpgl)"]
+    assert "| 30.0 | not run |" in rows["sage-ndp"]
+    assert "| not run | 81.0 |" in rows["gap-nonprivate"]
+    assert dpar._before_after(now, tmp_path / "missing.csv") == []

@@ -116,12 +116,19 @@ class AggregationPerturbation(Randomizer):
         return 0.0 if self.noise_multiplier is None else self.noise_multiplier * self.sensitivity
 
     def guarantee_at(self, delta: float) -> Guarantee:
-        """(eps, delta) of the ``hops`` Gaussian releases alone (RDP accounting)."""
+        """(eps, delta) of the ``hops`` Gaussian releases alone (RDP accounting); no privacy
+        (eps = inf) without noise; an error when nothing is released (``hops`` = 0)."""
+        if self.noise_multiplier is None:
+            return Guarantee(math.inf, 0.0, self.unit)
+        if self.hops == 0:
+            raise PrivacyError("aggregation perturbation with hops=0 releases no aggregate: "
+                               "there is no guarantee to state")
         acc = Accountant(delta=delta)
         with acc.active():
             self.charge()
         total = acc.report().total(self.unit)
-        return total if total is not None else Guarantee(0.0, 0.0, self.unit)
+        assert total is not None
+        return total
 
     @property
     def guarantee(self) -> Guarantee:
