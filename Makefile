@@ -36,5 +36,13 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
+# Mutation testing of the privacy-critical code (docs/mutation.md); not part of `make test`
+# or CI. Installs the pinned mutmut into the venv (torch and the other pins cannot move) and
+# runs it in mutation/work/ (reports in mutation/reports/). MUTATION_TIMEOUT (s) bounds it.
+.PHONY: mutation
+mutation: $(STAMP)
+	$(BIN)/pip install --quiet -c constraints.txt -c constraints-mutation.txt mutmut
+	VENV=$(abspath $(VENV)) mutation/run.sh
+
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .ruff_cache .mypy_cache

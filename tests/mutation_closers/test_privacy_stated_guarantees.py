@@ -75,3 +75,34 @@ def test_aggregation_guarantee_at_is_the_gaussian_epsilon_of_its_hops() -> None:
     out = ap.perturb(torch.zeros(4000, 3), torch.zeros(2, 0, dtype=torch.long), make_rng(0),
                      normalize=False)
     assert float(out[1].std()) == pytest.approx(2.0 * math.sqrt(2 + 4), rel=0.02)
+
+
+def test_compose_parts_adds_epsilons_and_deltas() -> None:
+    from dpgl.privacy.randomizer import compose_parts
+
+    g = compose_parts({"a": Guarantee(0.5, 1e-6, Unit.EDGE_LDP),
+                       "b": Guarantee(1.0, 2e-6, Unit.EDGE_LDP)}, Unit.EDGE_LDP)
+    assert g.epsilon == pytest.approx(1.5) and g.delta == pytest.approx(3e-6)
+    assert g.unit is Unit.EDGE_LDP
+
+
+def test_classic_gaussian_uses_the_sensitivity_it_states() -> None:
+    from dpgl.privacy import classic_gaussian_sigma
+
+    mech = GaussianMechanism(0.5, 1e-5, sensitivity=3.0, calibration="classic")
+    assert mech.sigma == pytest.approx(classic_gaussian_sigma(0.5, 1e-5, 3.0))
+    assert mech.sigma == pytest.approx(3.0 * math.sqrt(2 * math.log(1.25 / 1e-5)) / 0.5)
+    analytic = GaussianMechanism(0.5, 1e-5, sensitivity=3.0)
+    assert analytic.noise_multiplier == pytest.approx(
+        GaussianMechanism(0.5, 1e-5).sigma, rel=1e-6)
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf")])
+def test_spend_rdp_refuses_a_curve_that_would_lower_the_total(bad: float) -> None:
+    from dpgl.errors import PrivacyError
+    from dpgl.privacy.multiterm import ORDERS
+
+    curve = np.full(ORDERS.shape, 0.01)
+    curve[5] = bad
+    with pytest.raises(PrivacyError):
+        Accountant(delta=1e-5).spend_rdp("x", curve, unit=Unit.NODE_DP)
