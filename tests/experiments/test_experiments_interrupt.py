@@ -103,9 +103,8 @@ def test_killed_and_interrupted_grid_resumes_to_the_identical_table(tmp_path):
     n_killed = check_store(db)
     assert 3 <= n_killed <= N_RUNS - 4
 
-    # 2. resume, then Ctrl-C (SIGINT) after two more runs: exit 130, clean store (slower runs
-    # here, so a loaded machine still delivers the signal before the grid is done)
-    proc = start(db, 0.5)
+    # 2. resume, then Ctrl-C (SIGINT) after two more runs: exit 130, clean store
+    proc = start(db, 0.15)
     try:
         wait_rows(db, n_killed + 2, proc)
     finally:
