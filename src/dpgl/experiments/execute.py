@@ -68,7 +68,11 @@ def _resolve(config: RunConfig) -> tuple[Method, Params]:
             f"dataset {config.dataset!r} is a {kind}-classification dataset; use --task {kind}"
         )
     if config.task == "node":
-        canonical_model_name(config.model)
+        model = canonical_model_name(config.model)
+        if method.models is not None and model not in method.models:
+            raise ConfigError(
+                f"method {config.method!r} trains {' or '.join(method.models)} only, not "
+                f"{model!r}: use --model {method.models[0]}")
     params = method.params_model(config.task).parse(dict(config.params), config.method)
     takes = method.takes_epsilon(params)
     if takes and config.epsilon is None:

@@ -215,6 +215,22 @@ def _default_is_private(method: str) -> bool:
     return bool(get_method(method).private)
 
 
+def _trains(method: str, model: str, task: str) -> bool:
+    """Whether ``method`` trains ``model`` (its declared :attr:`Method.models`; any model when
+    it declares none, when the method is not registered, or outside the node task)."""
+    if task != "node":
+        return True
+    try:
+        from dpgl.methods import get_method
+        allowed = getattr(get_method(method), "models", None)
+        if allowed is None:
+            return True
+        from dpgl.nn.models import canonical_model_name
+        return canonical_model_name(model) in allowed
+    except (ImportError, ConfigError):
+        return True
+
+
 class GridSpec(_Model):
     """A grid of runs (see the module docstring for the YAML schema)."""
 
@@ -362,7 +378,8 @@ class GridSpec(_Model):
 
         ``is_private(method) -> bool`` says whether a method takes an epsilon (default: the
         ``private`` flag of ``dpgl.methods.get_method``). Name validators run first, so an
-        unknown name fails before anything runs.
+        unknown name fails before anything runs. A (method, model) pair the method does not
+        train (:attr:`dpgl.methods.Method.models`) is left out of the product.
         """
         self.validate_names(validate_dataset=validate_dataset, validate_method=validate_method,
                             validate_model=validate_model)
@@ -391,6 +408,8 @@ class GridSpec(_Model):
         seen: set[str] = set()
         for dataset, model in itertools.product(self.datasets, self.models):
             for m, eps, combos in plans:
+                if not _trains(m.name, model, self.task):
+                    continue  # e.g. GAP with gcn: the method trains its own model
                 for epsilon, params, seed in itertools.product(eps, combos, self.seeds):
                     cfg = RunConfig.parse(
                         {"task": self.task, "dataset": dataset, "method": m.name,

@@ -61,7 +61,9 @@ class Method(ABC):
     name: ClassVar[str]
     tasks: ClassVar[tuple[str, ...]] = ("node",)
     private: ClassVar[bool] = True  # takes an epsilon
-    models: ClassVar[tuple[str, ...] | None] = None  # allowed models (None: any of the task's)
+    # the models it trains (None: any of the task's); checked when a config is validated, and
+    # grids leave out the other (method, model) pairs
+    models: ClassVar[tuple[str, ...] | None] = None
     summary: ClassVar[str] = ""
     params_for_task: ClassVar[dict[str, type[Params]]] = {}
     budgets: ClassVar[dict[Unit, str]] = {}

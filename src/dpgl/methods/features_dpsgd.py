@@ -134,6 +134,7 @@ def run_features(ctx: RunContext, private: bool) -> MethodOutput:
 
 @register
 class FeaturesDPSGD(Method):
+    models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "features-dpsgd"
     tasks = ("node",)
     private = True
@@ -152,6 +153,7 @@ class FeaturesDPSGD(Method):
 
 @register
 class FeaturesNonPrivate(Method):
+    models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "features-nonprivate"
     tasks = ("node",)
     private = False

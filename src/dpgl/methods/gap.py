@@ -178,6 +178,7 @@ def run_gap(ctx: RunContext, private: bool) -> MethodOutput:
 
 @register
 class GAPNodeDP(Method):
+    models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "gap-ndp"
     tasks = ("node",)
     private = True
@@ -195,6 +196,7 @@ class GAPNodeDP(Method):
 
 @register
 class GAPNonPrivate(Method):
+    models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "gap-nonprivate"
     tasks = ("node",)
     private = False

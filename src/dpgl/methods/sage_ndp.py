@@ -135,6 +135,7 @@ def _first_in_edges(edge_index: torch.Tensor, n: int, d: int) -> torch.Tensor:
 
 @register
 class SAGENodeDP(Method):
+    models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "sage-ndp"
     tasks = ("node",)
     private = True
@@ -151,6 +152,7 @@ class SAGENodeDP(Method):
 
 @register
 class SAGENonPrivate(Method):
+    models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "sage-nonprivate"
     tasks = ("node",)
     private = False
