@@ -5,12 +5,9 @@ import torch
 import torch.nn.functional as F
 
 from dpgl.errors import ConfigError
-from dpgl.estimators.solitude import (
-    SolitudeConfig,
-    StructureLearner,
-    WeightedGNN,
-    train_solitude,
-)
+from dpgl.estimators.solitude import StructureLearner
+from dpgl.nn.weighted_gnn import WeightedGNN
+from dpgl.train.solitude import SolitudeConfig, train_solitude
 
 
 def _graph(n: int = 60, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

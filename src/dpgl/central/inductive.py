@@ -17,9 +17,8 @@ from torch_geometric.data import Data
 from dpgl.errors import ConfigError
 from dpgl.graph.splits import inductive_split
 from dpgl.privacy import current_accountant
-from dpgl.train.metrics import accuracy, f1_scores
 
-__all__ = ["InductiveData", "evaluate_logits", "make_inductive", "node_subsample",
+__all__ = ["InductiveData", "make_inductive", "node_subsample",
            "poisson_node_subsample"]
 
 
@@ -79,17 +78,3 @@ def node_subsample(graph: Data, rate: float, rng: np.random.Generator, *, name: 
                         description="node-level DP on the induced subgraph of a Poisson node "
                                     "sample"):
         yield sample
-
-
-def evaluate_logits(logits: torch.Tensor, y: torch.Tensor, val_idx: torch.Tensor,
-                    test_idx: torch.Tensor, num_classes: int) -> dict[str, float]:
-    pred = logits.argmax(-1).numpy()
-    true = y.numpy()
-    out: dict[str, float] = {}
-    for part, idx in (("val", val_idx), ("test", test_idx)):
-        i = idx.numpy()
-        micro, macro = f1_scores(pred[i], true[i], num_classes)
-        out[f"{part}_accuracy"] = accuracy(pred[i], true[i])
-        out[f"{part}_f1_micro"] = micro
-        out[f"{part}_f1_macro"] = macro
-    return out

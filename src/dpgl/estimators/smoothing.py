@@ -16,8 +16,8 @@ import torch
 import torch.nn.functional as F
 
 from dpgl.errors import ConfigError
+from dpgl.graph.kprop import kprop, kprop_matrix
 from dpgl.graph.propagation import SparseOperator
-from dpgl.nn.kprop import kprop, kprop_matrix
 
 __all__ = ["denoise_labels", "feature_smoothing", "propagate_labels"]
 
@@ -26,7 +26,7 @@ def feature_smoothing(x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int,
                       aggregator: str = "gcn", self_loops: bool = False,
                       adj: torch.Tensor | SparseOperator | None = None) -> torch.Tensor:
     """Solitude Eq. 11 / KProp aggregation: ``hops`` steps over the graph (``adj`` reuses a
-    precomputed :func:`~dpgl.nn.kprop.kprop_matrix`)."""
+    precomputed :func:`~dpgl.graph.kprop.kprop_matrix`)."""
     if hops < 0:
         raise ConfigError(f"feature smoothing hops must be >= 0, got {hops}")
     if hops == 0:

@@ -67,7 +67,7 @@ from dpgl.central.dp_appr import (
     max_column_occurrences,
     topk_nonprivate,
 )
-from dpgl.central.inductive import evaluate_logits, make_inductive, node_subsample
+from dpgl.central.inductive import make_inductive, node_subsample
 from dpgl.errors import ConfigError
 from dpgl.graph.ppr import adjacency, ista_ppr, ppr_power_iteration_logits
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
@@ -85,6 +85,7 @@ from dpgl.privacy import (
 from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
+from dpgl.train.metrics import evaluate_logits
 
 __all__ = ["DPARParams", "run_dpar", "train_dpar"]
 

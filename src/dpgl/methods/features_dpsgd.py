@@ -22,7 +22,7 @@ from scipy import optimize
 from torch_geometric.data import Data
 
 from dpgl.central.accounting import paper_sgd_epsilon
-from dpgl.central.inductive import evaluate_logits, make_inductive, node_subsample
+from dpgl.central.inductive import make_inductive, node_subsample
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import DecoupledMLP, mlp_example_loss
@@ -35,6 +35,7 @@ from dpgl.privacy import (
 from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
+from dpgl.train.metrics import evaluate_logits
 
 __all__ = ["FeaturesDPSGDParams", "public_subsample_size", "train_features"]
 

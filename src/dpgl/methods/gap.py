@@ -38,7 +38,7 @@ from scipy import optimize
 from torch_geometric.data import Data
 
 from dpgl.central.aggregation import AggregationPerturbation, check_degree_bound
-from dpgl.central.inductive import evaluate_logits, make_inductive
+from dpgl.central.inductive import make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import GAPClassifier, GAPEncoder, mlp_example_loss
@@ -46,6 +46,7 @@ from dpgl.privacy import Accountant, Unit, current_accountant, evaluation_only
 from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
+from dpgl.train.metrics import evaluate_logits
 
 __all__ = ["GAPModel", "GAPParams", "calibrate_gap", "train_gap"]
 

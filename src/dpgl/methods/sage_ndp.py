@@ -25,7 +25,7 @@ from pydantic import Field
 from torch_geometric.data import Data
 
 from dpgl.central.aggregation import check_degree_bound
-from dpgl.central.inductive import evaluate_logits, make_inductive
+from dpgl.central.inductive import make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
 from dpgl.nn.decoupled import SAGE1, sage_example_loss
@@ -33,6 +33,7 @@ from dpgl.privacy import Unit, current_accountant
 from dpgl.privacy.multiterm import calibrate_multiterm
 from dpgl.rng import spawn
 from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
+from dpgl.train.metrics import evaluate_logits
 
 __all__ = ["SAGEParams", "neighbourhoods", "train_sage"]
 

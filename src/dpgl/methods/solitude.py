@@ -30,7 +30,7 @@ import torch
 from pydantic import Field
 
 from dpgl.estimators.smoothing import feature_smoothing
-from dpgl.estimators.solitude import SolitudeConfig, StructureLearner, WeightedGNN, train_solitude
+from dpgl.estimators.solitude import StructureLearner
 from dpgl.mechanisms.features import CollectFeatures, public_feature_range
 from dpgl.mechanisms.rr import RRTransform
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
@@ -38,8 +38,10 @@ from dpgl.methods.common import node_split
 from dpgl.methods.lpgnn import collect_labels, label_targets
 from dpgl.methods.params import NodeParams, Params
 from dpgl.nn.kprop import LabelPropagationHead
+from dpgl.nn.weighted_gnn import WeightedGNN
 from dpgl.privacy import Unit
 from dpgl.rng import spawn
+from dpgl.train.solitude import SolitudeConfig, train_solitude
 
 
 class SolitudeLinkParams(NodeParams):

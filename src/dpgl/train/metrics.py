@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 from scipy.stats import rankdata
 
 
@@ -46,3 +47,17 @@ def roc_auc(scores: np.ndarray, y: np.ndarray) -> float:
     aucs = [roc_auc(scores[:, c], (y == c).astype(int)) for c in range(scores.shape[1])]
     valid = [a for a in aucs if not np.isnan(a)]
     return float(np.mean(valid)) if valid else float("nan")
+
+
+def evaluate_logits(logits: torch.Tensor, y: torch.Tensor, val_idx: torch.Tensor,
+                    test_idx: torch.Tensor, num_classes: int) -> dict[str, float]:
+    pred = logits.argmax(-1).numpy()
+    true = y.numpy()
+    out: dict[str, float] = {}
+    for part, idx in (("val", val_idx), ("test", test_idx)):
+        i = idx.numpy()
+        micro, macro = f1_scores(pred[i], true[i], num_classes)
+        out[f"{part}_accuracy"] = accuracy(pred[i], true[i])
+        out[f"{part}_f1_micro"] = micro
+        out[f"{part}_f1_macro"] = macro
+    return out

@@ -1,0 +1,127 @@
+"""Solitude's training loop: the alternating optimisation of Eq. 14 (Lin, Li & Wang, IEEE TIFS
+2022, Sec. IV-C) of the GNN (:class:`dpgl.nn.weighted_gnn.WeightedGNN`) and the structure
+learner A^c (:class:`dpgl.estimators.solitude.StructureLearner`; the module docstring there
+gives the update)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from dpgl.errors import ConfigError
+from dpgl.estimators.solitude import StructureLearner
+from dpgl.nn.weighted_gnn import WeightedGNN
+from dpgl.train.metrics import accuracy, f1_scores
+
+__all__ = ["SolitudeConfig", "SolitudeResult", "train_solitude"]
+
+
+@dataclass(frozen=True)
+class SolitudeConfig:
+    lr: float = 0.01
+    weight_decay: float = 5e-4
+    epochs: int = 200
+    patience: int | None = 50
+    structure_learning: bool = True
+    adj_lr: float = 0.01
+    lambda1: float = 5.0      # ||A~ - A^c||_F^2
+    lambda2: float = 5.0      # ||A^c||_1
+    gnn_weight: float = 1.0   # weight of L_GNN in the A^c update
+    inner_steps: int = 1
+
+
+@dataclass
+class SolitudeResult:
+    metrics: dict[str, float]
+    best_epoch: int
+    epochs_run: int
+    seconds: float
+    kept_edges: int
+    mean_weight: float
+
+
+def _evaluate(logits: torch.Tensor, y: torch.Tensor, idx: torch.Tensor,
+              num_classes: int) -> dict[str, float]:
+    pred = logits[idx].argmax(-1).numpy()
+    true = y[idx].numpy()
+    micro, macro = f1_scores(pred, true, num_classes)
+    loss = float(F.cross_entropy(logits[idx], y[idx])) if idx.numel() else float("nan")
+    return {"accuracy": accuracy(pred, true), "f1_micro": micro, "f1_macro": macro, "loss": loss}
+
+
+def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tensor,
+                   y_eval: torch.Tensor, targets: torch.Tensor,
+                   split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                   config: SolitudeConfig, *, seed: int,
+                   output: Callable[[torch.Tensor], torch.Tensor] | None = None
+                   ) -> SolitudeResult:
+    """Alternating optimisation of Eq. 14 (:mod:`dpgl.estimators.solitude` gives the update).
+
+    ``targets`` are the training labels (possibly smoothed), ``y_eval`` the labels for
+    validation (the server's) and test (the evaluator's). ``output`` maps the logits to the
+    log-probabilities used in the training loss (label-propagation head; default identity).
+    Model selection: best validation accuracy (ties: lower validation loss); the returned
+    metrics are those of the best (theta, A^c).
+    """
+    train_idx, val_idx, test_idx = split
+    if train_idx.numel() == 0:
+        raise ConfigError("the training split is empty")
+    num_classes = int(max(int(y_eval.max()), int(targets.max())) + 1)
+    out_fn = output if output is not None else (lambda z: z)
+    ei = learner.edge_index
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.reset_parameters()
+        opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        opt_adj = torch.optim.Adam(learner.parameters(), lr=config.adj_lr)
+        best = (-1.0, float("inf"))
+        best_state = (copy.deepcopy(model.state_dict()), learner.weight.detach().clone())
+        best_epoch, since, epoch = 0, 0, 0
+        for epoch in range(1, config.epochs + 1):
+            model.train()
+            opt.zero_grad()
+            logits = model(x, ei, learner.edge_weight(detach=True))
+            loss = F.cross_entropy(out_fn(logits)[train_idx], targets[train_idx])
+            loss.backward()
+            opt.step()
+            if config.structure_learning:
+                for _ in range(config.inner_steps):
+                    opt_adj.zero_grad()
+                    logits = model(x, ei, learner.edge_weight())
+                    gnn = F.cross_entropy(out_fn(logits)[train_idx], targets[train_idx])
+                    (config.gnn_weight * gnn).backward()
+                    opt_adj.step()
+                    learner.proximal_step(config.adj_lr, config.lambda1, config.lambda2)
+            model.eval()
+            with torch.no_grad():
+                val = _evaluate(model(x, ei, learner.edge_weight()), y_eval, val_idx,
+                                num_classes)
+            score = (val["accuracy"], val["loss"])
+            if score[0] > best[0] or (score[0] == best[0] and score[1] < best[1]):
+                best, best_epoch, since = score, epoch, 0
+                best_state = (copy.deepcopy(model.state_dict()), learner.weight.detach().clone())
+            else:
+                since += 1
+                if config.patience is not None and since >= config.patience:
+                    break
+        model.load_state_dict(best_state[0])
+        with torch.no_grad():
+            learner.weight.copy_(best_state[1])
+        model.eval()
+        with torch.no_grad():
+            logits = model(x, ei, learner.edge_weight())
+    metrics: dict[str, float] = {}
+    for part, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx)):
+        labels = targets if part == "train" else y_eval
+        for k, v in _evaluate(logits, labels, idx, num_classes).items():
+            metrics[f"{part}_{k}"] = v
+    w = learner.weight.detach()
+    return SolitudeResult(metrics, best_epoch, epoch, time.perf_counter() - start,
+                          int((learner.edge_weight(detach=True) > 0).sum()),
+                          float(w.mean()) if w.numel() else 0.0)
