@@ -25,7 +25,6 @@ from dpgl.privacy.calibration import (
     gaussian_noise_multiplier,
     per_release_epsilon,
 )
-from dpgl.privacy.composed import DegreeRRSampling
 from dpgl.privacy.composition import (
     advanced_composition,
     advanced_composition_epsilon,
@@ -57,6 +56,7 @@ from dpgl.privacy.multibit import ClippingWarning, MultiBit, multibit_variance, 
 from dpgl.privacy.one_bit import OneBit, one_bit_estimate, one_bit_probability
 from dpgl.privacy.randomized_response import KRandomizedResponse, RandomizedResponse
 from dpgl.privacy.randomizer import Randomizer, compose_parts
+from dpgl.privacy.reference_dprr import DegreeRRSampling
 from dpgl.privacy.report import UNIT_SUBJECTS, PrivacyReport, ReportEntry
 from dpgl.privacy.snapping import SnappingMechanism
 

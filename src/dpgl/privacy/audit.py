@@ -36,7 +36,6 @@ import numpy as np
 from scipy import special, stats
 
 from dpgl.errors import ConfigError, unknown_name
-from dpgl.privacy.composed import DegreeRRSampling
 from dpgl.privacy.gaussian import GaussianMechanism
 from dpgl.privacy.guarantee import Guarantee, Unit, check_epsilon
 from dpgl.privacy.gumbel_topk import GumbelTopK
@@ -44,6 +43,7 @@ from dpgl.privacy.laplace import DiscreteLaplace, LaplaceMechanism
 from dpgl.privacy.multibit import MultiBit
 from dpgl.privacy.one_bit import OneBit
 from dpgl.privacy.randomized_response import KRandomizedResponse, RandomizedResponse
+from dpgl.privacy.reference_dprr import DegreeRRSampling
 
 __all__ = [
     "AUDITABLE_MECHANISMS",

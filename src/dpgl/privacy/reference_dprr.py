@@ -1,4 +1,5 @@
-"""A DPRR-style composed local randomizer, with exact output probabilities for verification.
+"""Reference implementation (not run by any method): a DPRR-style composed local randomizer
+with exact output probabilities, the verified reference for DPRR's privacy argument.
 
 DPRR (Hidano & Murakami, "Degree-Preserving Randomized Response for Graph Neural Networks under
 Local Differential Privacy", Sec. IV): user i with neighbor bit vector a_i in {0,1}^n
