@@ -19,11 +19,11 @@ import datetime as dt
 import json
 import math
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import command_line, csv_items
 
 FIELDS = ("audit", "shipped", "target_epsilon", "claimed_epsilon", "claimed_delta",
           "empirical_lower_bound", "m", "included", "guesses", "k_plus", "k_minus", "correct",
@@ -203,16 +203,15 @@ def main(argv: list[str] | None = None) -> int:
         run_central_audit,
     )
 
-    eps_list = [float(e) for e in args.eps.split(",") if e.strip()]
+    eps_list = [float(e) for e in csv_items(args.eps)]
     names = (list_central_audits(include_broken=True) if args.methods == "all"
-             else [n.strip() for n in args.methods.split(",") if n.strip()])
+             else csv_items(args.methods))
     for n in names:
         if n not in CENTRAL_AUDITS:
             ap.error(f"unknown audit {n!r}; choose from {', '.join(CENTRAL_AUDITS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = "python benchmarks/privacy_audit.py " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    command = command_line("privacy_audit.py", argv)
 
     rows: list[dict[str, Any]] = []
     full: list[dict[str, Any]] = []

@@ -19,11 +19,11 @@ import csv
 import datetime as dt
 import json
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from _common import command_line, csv_items
 
 
 def _local_rows(names: list[str], eps_list: list[float], seed: int, trials: int | None
@@ -187,17 +187,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     from dpgl.audit.local import LOCAL_AUDITS
-    eps_list = [float(e) for e in args.eps.split(",") if e.strip()]
-    prof_eps = [float(e) for e in args.profile_eps.split(",") if e.strip()]
+    eps_list = [float(e) for e in csv_items(args.eps)]
+    prof_eps = [float(e) for e in csv_items(args.profile_eps)]
     names = ([n for n, a in LOCAL_AUDITS.items() if a.shipped] if args.audits == "all"
-             else [n.strip() for n in args.audits.split(",") if n.strip()])
+             else csv_items(args.audits))
     for n in names:
         if n not in LOCAL_AUDITS:
             ap.error(f"unknown randomizer audit {n!r}; choose from {', '.join(LOCAL_AUDITS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = "python benchmarks/randomizer_audit.py " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    command = command_line("randomizer_audit.py", argv)
     start = time.perf_counter()
     local = _local_rows(names, eps_list, args.seed, args.trials)
     profile = _profile_rows(prof_eps, args.profile_runs, args.seed) if prof_eps else []

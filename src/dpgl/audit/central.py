@@ -60,6 +60,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import torch
@@ -199,11 +200,8 @@ def _broken(kind: str | None) -> Iterator[_Breakage]:
             state.calls += 1
             return _PRIVATE_STEPS(*bound.args, **bound.kwargs)
 
-        _dpsgd._private_steps = private_steps_half_noise  # type: ignore[assignment]
-        try:
+        with mock.patch.object(_dpsgd, "_private_steps", private_steps_half_noise):
             yield state
-        finally:
-            _dpsgd._private_steps = _PRIVATE_STEPS  # type: ignore[assignment]
         return
     if kind == "no-clip":
         def clip_and_sum_without_clipping(grads: dict[str, torch.Tensor], clip: float
@@ -213,11 +211,8 @@ def _broken(kind: str | None) -> Iterator[_Breakage]:
             state.calls += 1
             return {k: g.sum(0) for k, g in grads.items()}, norms
 
-        _dpsgd.clip_and_sum = clip_and_sum_without_clipping  # type: ignore[assignment]
-        try:
+        with mock.patch.object(_dpsgd, "clip_and_sum", clip_and_sum_without_clipping):
             yield state
-        finally:
-            _dpsgd.clip_and_sum = _CLIP_AND_SUM  # type: ignore[assignment]
         return
     raise ConfigError(f"unknown breakage {kind!r}")
 

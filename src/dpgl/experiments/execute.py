@@ -69,7 +69,7 @@ def _resolve(config: RunConfig) -> tuple[Method, Params]:
         )
     if config.task == "node":
         model = canonical_model_name(config.model)
-        if method.models is not None and model not in method.models:
+        if not method.trains(model):
             raise ConfigError(
                 f"method {config.method!r} trains {' or '.join(method.models)} only, not "
                 f"{model!r}: use --model {method.models[0]}")

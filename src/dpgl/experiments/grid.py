@@ -216,17 +216,14 @@ def _default_is_private(method: str) -> bool:
 
 
 def _trains(method: str, model: str, task: str) -> bool:
-    """Whether ``method`` trains ``model`` (its declared :attr:`Method.models`; any model when
-    it declares none, when the method is not registered, or outside the node task)."""
+    """Whether ``method`` trains ``model`` (:meth:`dpgl.methods.Method.trains`; any model when
+    the method is not registered or outside the node task)."""
     if task != "node":
         return True
     try:
         from dpgl.methods import get_method
-        allowed = getattr(get_method(method), "models", None)
-        if allowed is None:
-            return True
-        from dpgl.nn.models import canonical_model_name
-        return canonical_model_name(model) in allowed
+        trains = getattr(get_method(method), "trains", None)
+        return trains is None or trains(model)
     except (ImportError, ConfigError):
         return True
 

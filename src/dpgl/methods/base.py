@@ -18,6 +18,7 @@ import numpy as np
 
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.methods.params import Params
+from dpgl.nn.models import canonical_model_name
 from dpgl.privacy import Unit
 
 
@@ -72,6 +73,12 @@ class Method(ABC):
 
     def params_model(self, task: str) -> type[Params]:
         return self.params_for_task[task]
+
+    @classmethod
+    def trains(cls, model: str) -> bool:
+        """Whether the method trains the node-task ``model`` (a name or alias): one of
+        :attr:`models`, or any model when it declares none."""
+        return cls.models is None or canonical_model_name(model) in cls.models
 
     def takes_epsilon(self, params: Params) -> bool:
         """Whether a run with these parameters takes ``--epsilon`` (default: :attr:`private`)."""

@@ -220,10 +220,9 @@ def _comparison(summary: pd.DataFrame) -> list[str]:
 
 BEFORE_FILE = "before-issue-11.csv"
 
-# Why a row's number moved between the code before issue #11 (commit 6de0c0a) and now.
+# Why a row's number moved between the code before issue #11 (commit 6de0c0a) and now, by
+# method-name prefix; the first prefix that matches wins (so "dpar" comes last).
 _CHANGE_REASON = {
-    "dpar": "DP-APPR over the public universe, sources from it, q' and T from the public N "
-            "(below)",
     "dpar-nonprivate": "same pipeline without noise; sources drawn from the public universe",
     "gap-ndp": "bounded-degree node-DP with the declared degree bound D (every edge kept; "
                "sensitivity sqrt(D + D^2) per hop) instead of random top-D bounding with an "
@@ -231,8 +230,11 @@ _CHANGE_REASON = {
     "sage-ndp": "bounded-degree node-DP with the declared degree bound D (every in-edge "
                 "kept) instead of random top-D bounding",
     "gap-nonprivate": "every edge kept (no random top-D bounding)",
+    "sage-nonprivate": "every edge kept (no random top-D bounding)",
     "features-dpsgd": "node subsample size and q' from the public N",
     "features-nonprivate": "none: identical",
+    "dpar": "DP-APPR over the public universe, sources from it, q' and T from the public N "
+            "(below)",
 }
 
 
@@ -250,11 +252,8 @@ the universe: their small changes are new random draws, not a change of method."
 
 
 def _reason(variant: str) -> str:
-    for key in ("dpar-nonprivate", "gap-nonprivate", "sage-nonprivate", "features-nonprivate",
-                "gap-ndp", "sage-ndp", "features-dpsgd"):
-        if variant.startswith(key):
-            return _CHANGE_REASON.get(key, _CHANGE_REASON["gap-nonprivate"])
-    return _CHANGE_REASON["dpar"] if variant.startswith("dpar") else ""
+    return next((why for prefix, why in _CHANGE_REASON.items() if variant.startswith(prefix)),
+                "")
 
 
 def _before_after(summary: pd.DataFrame, before_csv: Path) -> list[str]:
