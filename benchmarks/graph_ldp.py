@@ -68,7 +68,7 @@ def child(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     from torch_geometric.loader import DataLoader
 
-    from dpgl.methods.graph_ldp import GraphLDPParams, GraphRandomizer, to_training_graph
+    from dpgl.methods.graph_ldp import GraphLDPParams, graph_randomizer, to_training_graph
     from dpgl.nn.gin import GIN
     from dpgl.rng import make_rng, spawn
 
@@ -76,7 +76,7 @@ def child(args: argparse.Namespace) -> None:
     rss_loaded = _rss_mb()
     params = GraphLDPParams()
     eps = None if args.method == "nonpriv-full" else args.eps
-    rand = GraphRandomizer(args.method, eps, params, n_max=max(args.n, 2))
+    rand = graph_randomizer(args.method, eps, params, n_max=max(args.n, 2))
     t0 = time.perf_counter()
     graphs = [to_training_graph(rand(g, r), torch.tensor([k % 2]), "directed")
               for k, r in enumerate(spawn(make_rng(args.seed), args.copies))]

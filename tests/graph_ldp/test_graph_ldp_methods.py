@@ -11,7 +11,7 @@ from dpgl.datasets.base import GraphDataset
 from dpgl.errors import ConfigError
 from dpgl.methods import get_method
 from dpgl.methods.base import RunContext, list_methods
-from dpgl.methods.graph_ldp import GraphLDPParams, GraphRandomizer, fit_graph_ldp, randomize_graphs
+from dpgl.methods.graph_ldp import GraphLDPParams, fit_graph_ldp, graph_randomizer, randomize_graphs
 from dpgl.privacy import Accountant
 from dpgl.rng import make_rng
 
@@ -91,8 +91,8 @@ def test_customized_lists_are_true_for_nonprivate_users() -> None:
     p = GraphLDPParams(non_private_fraction=0.5)
     true = {(int(a), int(b)) for a, b in g.edge_index.t().tolist()}
     for method in ("dprr", "rr", "nonpriv-part", "locallap"):
-        rg = GraphRandomizer(method, 1.0 if method != "nonpriv-part" else None, p,
-                             n_max=60)(g, make_rng(4))
+        rg = graph_randomizer(method, 1.0 if method != "nonpriv-part" else None, p,
+                              n_max=60)(g, make_rng(4))
         assert rg.private is not None and (~rg.private).sum() == 30
         nonpriv = np.flatnonzero(~rg.private)
         mask = np.isin(rg.reports.user, nonpriv)

@@ -57,7 +57,7 @@ class _Fake(Method):
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": _P}
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
         assert isinstance(p, _P) and ctx.epsilon is not None
         if p.charge:

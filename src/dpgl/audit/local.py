@@ -39,7 +39,7 @@ from dpgl.mechanisms.lap import LocalLap
 from dpgl.mechanisms.ldpgen import LDPGenClient
 from dpgl.mechanisms.rr import RR
 from dpgl.mechanisms.symrr import SymRR
-from dpgl.methods.graph_ldp import GraphLDPParams, GraphRandomizer
+from dpgl.methods.graph_ldp import GraphLDPParams, graph_randomizer
 from dpgl.privacy import Accountant, Guarantee, Unit
 from dpgl.privacy.audit import AuditableMechanism, AuditSetup
 from dpgl.privacy.multiterm import quiet_absl
@@ -139,7 +139,7 @@ def _dprr(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
 
 
 def _dprr_graph(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
-    """The graph-classification client (GraphRandomizer, per graph): an undirected graph, so
+    """The graph-classification client (its GraphRandomizer, per graph): an undirected graph, so
     the edge {0, 1} is in both users' lists; only user 0's report is observed."""
     params = GraphLDPParams(n_max=int(p["n_max"]))
 
@@ -150,10 +150,10 @@ def _dprr_graph(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
         ei = torch.tensor([u + v, v + u])
         return Data(edge_index=ei, num_nodes=_N, y=torch.tensor([0]))
 
-    claim = claim_of(lambda: GraphRandomizer("dprr", eps, params)(graph(1),
+    claim = claim_of(lambda: graph_randomizer("dprr", eps, params)(graph(1),
                                                                   np.random.default_rng(0)),
                      Unit.EDGE_LDP)
-    rand = GraphRandomizer("dprr", f * eps, params)
+    rand = graph_randomizer("dprr", f * eps, params)
 
     def draw(which: int, rng: np.random.Generator) -> np.ndarray:
         rep = rand(graph(which), rng).reports

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -66,6 +66,9 @@ class Method(ABC):
     # grids leave out the other (method, model) pairs
     models: ClassVar[tuple[str, ...] | None] = None
     summary: ClassVar[str] = ""
+    #: the graph task's per-graph client (a :class:`dpgl.methods.graph_ldp.GraphRandomizer`
+    #: subclass), which a method declaring the ``"graph"`` task must hold
+    graph_randomizer: ClassVar[Any] = None
     params_for_task: ClassVar[dict[str, type[Params]]] = {}
     budgets: ClassVar[dict[Unit, str]] = {}
     deltas: ClassVar[dict[Unit, str]] = {}
@@ -97,9 +100,23 @@ class Method(ABC):
                 return unit
         return None
 
-    @abstractmethod
     def fit(self, ctx: RunContext) -> MethodOutput:
-        """Run the method; record privacy spending in ``ctx.accountant``."""
+        """Run the method on ``ctx.task`` (:meth:`fit_node` or :meth:`fit_graph`); record
+        privacy spending in ``ctx.accountant``."""
+        check_task(self, ctx.task)
+        return self.fit_graph(ctx) if ctx.task == "graph" else self.fit_node(ctx)
+
+    def fit_graph(self, ctx: RunContext) -> MethodOutput:
+        """The graph task: every graph's users run :attr:`graph_randomizer`, the server trains
+        GIN-0 on the noisy graphs (the DPRR paper's protocol,
+        :func:`dpgl.methods.graph_ldp.fit_graph_ldp`)."""
+        from dpgl.methods.graph_ldp import fit_graph_ldp
+
+        return fit_graph_ldp(self.name, ctx)
+
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
+        """The node task (a method declaring it overrides this)."""
+        raise NotImplementedError(f"method {self.name!r} declares no node task")
 
 
 _REGISTRY: dict[str, type[Method]] = {}
@@ -109,6 +126,13 @@ def register(cls: type[Method]) -> type[Method]:
     """Class decorator: add a method to the registry under ``cls.name``."""
     if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
         raise ValueError(f"method name {cls.name!r} registered twice")
+    own_graph_fit = cls.fit_graph is not Method.fit_graph
+    if ("graph" in cls.tasks) != (cls.graph_randomizer is not None or own_graph_fit):
+        raise ValueError(f"method {cls.name!r}: a method serves the graph task exactly when it "
+                         "holds a graph_randomizer (or overrides fit_graph)")
+    missing = set(cls.tasks) - set(cls.params_for_task)
+    if missing:
+        raise ValueError(f"method {cls.name!r} has no params_for_task for {sorted(missing)}")
     _REGISTRY[cls.name] = cls
     return cls
 

@@ -21,11 +21,13 @@ class NonPrivate(Method):
     summary = "non-private: the chosen model on the true graph, features and labels"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams, "graph": GraphParams}
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_graph(self, ctx: RunContext) -> MethodOutput:
+        ctx.accountant.spend_nonprivate("neighbor lists", "true edges used as is", Unit.EDGE_LDP)
+        return run_graph_classification(ctx)
+
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         acc = ctx.accountant
         acc.spend_nonprivate("neighbor lists", "true edges used as is", Unit.EDGE_LDP)
-        if ctx.task == "graph":
-            return run_graph_classification(ctx)
         data = ctx.dataset
         acc.spend_nonprivate("features", "true node features used as is", Unit.FEATURE_LDP)
         acc.spend_nonprivate("labels", "true training labels used as is", Unit.LABEL_LDP)
@@ -42,7 +44,7 @@ class FeaturesOnlyMLP(Method):
     summary = "MLP on node features only (the run's model is ignored): no edge is used"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         data = ctx.dataset
         acc = ctx.accountant
         acc.spend_nonprivate("features", "true node features used as is", Unit.FEATURE_LDP)

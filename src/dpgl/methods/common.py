@@ -3,9 +3,6 @@ estimated) graph, and the graph-classification pipeline."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
 import torch
 from torch_geometric.data import Data
 
@@ -84,22 +81,15 @@ def train_node_model(
     return MethodOutput(result.metrics, info)
 
 
-def run_graph_classification(
-    ctx: RunContext,
-    randomize: Callable[[list[Data], np.random.Generator], list[Data]] | None = None,
-) -> MethodOutput:
-    """GIN-0 on a graph dataset (DPRR Sec. 5.1). ``randomize`` maps the list of graphs to
-    what the server receives (the users' randomized neighbor lists); ``None`` = true graphs.
+def run_graph_classification(ctx: RunContext) -> MethodOutput:
+    """GIN-0 on the true graphs of a graph dataset (DPRR Sec. 5.1; the non-private baseline).
     Node features are constant (unattributed graphs)."""
     p = ctx.params
     assert isinstance(p, GraphParams)
     ds = ctx.dataset
     labels = ds.y
-    split_rng, noise_rng = spawn(ctx.rng, 2)
+    split_rng, _ = spawn(ctx.rng, 2)  # (two streams, as before: the same seed, the same run)
     tr, va, te = graph_split(labels, p.train_ratio, p.val_ratio, p.test_ratio, rng=split_rng)
-    graphs = list(ds.graphs)
-    if randomize is not None:
-        graphs = randomize(graphs, noise_rng)
     graphs = [
         Data(
             x=torch.ones(g.num_nodes, 1),
@@ -107,7 +97,7 @@ def run_graph_classification(
             y=g.y.view(-1),
             num_nodes=g.num_nodes,
         )
-        for g in graphs
+        for g in ds.graphs
     ]
     pick = lambda idx: [graphs[int(i)] for i in idx]  # noqa: E731
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed

@@ -444,7 +444,7 @@ class _DPARBase(Method):
     def unprotected_by_choice(self, params: Params) -> set[Unit]:
         return {Unit.NODE_DP} if getattr(params, "sgd", "dp") == "nonprivate" else set()
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         return run_dpar(ctx, self.variant)
 
 

@@ -9,7 +9,8 @@ Blink's baseline 2), ``ldpgen`` (Qin et al. 2017), ``blink-hard`` / ``blink-soft
 (edge-LDP unit; each private user's total is ``epsilon``) and says that features and labels
 are used as is. The mechanisms and estimators live in :mod:`dpgl.mechanisms` and
 :mod:`dpgl.estimators`; this module only wires them to the trainer. ``rr`` and ``dprr`` also
-serve graph classification (issue #6, :mod:`dpgl.methods.graph_ldp`).
+serve graph classification too (issue #6): they hold the per-graph randomizers
+:class:`~dpgl.methods.graph_ldp.RRGraph` and :class:`~dpgl.methods.graph_ldp.DPRRGraph`.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dpgl.mechanisms.rr import RRTransform
 from dpgl.mechanisms.symrr import SymRRTransform
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
+from dpgl.methods.graph_ldp import DPRRGraph, GraphLDPParams, RRGraph, customized_setting
 from dpgl.methods.params import NodeParams, Params
 from dpgl.nn import PreparedGraph
 from dpgl.privacy import Unit
@@ -63,18 +65,13 @@ class EdgeLDPMethod(Method):
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
 
     def unprotected_by_choice(self, params: Params) -> set[Unit]:
-        """DPRR's customized setting: ``non_private_fraction`` of the users send true lists."""
-        return {Unit.EDGE_LDP} if getattr(params, "non_private_fraction", 0.0) > 0 else set()
+        return customized_setting(params)
 
     @abstractmethod
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
         """The client+server pipeline for this run, seeded with ``seed``."""
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
-        if ctx.task == "graph":
-            from dpgl.methods.graph_ldp import fit_graph_ldp
-
-            return fit_graph_ldp(self.name, ctx)
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         data = ctx.dataset
         split = node_split(ctx, data)  # first draw: the same split for every method and seed
         transform = self.transform(ctx, ctx.rng.spawn(1)[0])
@@ -104,12 +101,9 @@ class RRMethod(EdgeLDPMethod):
     summary = "Warner randomized response on every bit of each neighbor list"
     budget_split = "all of epsilon to Warner RR on every neighbor-list bit"
 
-    def params_model(self, task: str) -> type[Params]:
-        if task == "graph":
-            from dpgl.methods.graph_ldp import GraphLDPParams
-
-            return GraphLDPParams
-        return RRParams
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": RRParams,
+                                                          "graph": GraphLDPParams}
+    graph_randomizer = RRGraph
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
         assert ctx.epsilon is not None and isinstance(ctx.params, RRParams)
@@ -136,12 +130,9 @@ class DPRRMethod(EdgeLDPMethod):
     budget_split = ("eps1 = max(sqrt(8/(n_max-1)), (1-alpha) eps) to the Laplace degree "
                     "(Eq. 8; allocation='split': (1-alpha) eps), the rest to RR")
 
-    def params_model(self, task: str) -> type[Params]:
-        if task == "graph":
-            from dpgl.methods.graph_ldp import GraphLDPParams
-
-            return GraphLDPParams
-        return DPRRParams
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": DPRRParams,
+                                                          "graph": GraphLDPParams}
+    graph_randomizer = DPRRGraph
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
         p = ctx.params

@@ -48,7 +48,7 @@ class _FeatureBaseline(Method):
     def features(self, ctx: RunContext) -> torch.Tensor:
         raise NotImplementedError
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         data = ctx.dataset
         acc = ctx.accountant
         acc.spend_nonprivate("graph", "true edges used as is (LPGNN: the server knows the "

@@ -148,7 +148,7 @@ class FeaturesDPSGD(Method):
     def takes_epsilon(self, params: Params) -> bool:
         return getattr(params, "accounting", "dpgl") == "dpgl"
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         return run_features(ctx, True)
 
 
@@ -161,5 +161,5 @@ class FeaturesNonPrivate(Method):
     summary = "features-dpsgd's MLP and split without privacy (mini-batch Adam)"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": FeaturesDPSGDParams}
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         return run_features(ctx, False)

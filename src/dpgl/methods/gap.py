@@ -191,7 +191,7 @@ class GAPNodeDP(Method):
     budget_split = ("one noise multiplier for encoder DP-SGD, aggregation perturbation and "
                     "classifier DP-SGD, composed jointly (RDP) to epsilon at delta")
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         return run_gap(ctx, True)
 
 
@@ -204,5 +204,5 @@ class GAPNonPrivate(Method):
     summary = "GAP's pipeline without privacy (no clipping or noise)"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": GAPParams}
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         return run_gap(ctx, False)

@@ -3,7 +3,7 @@ Response for Graph Neural Networks under Local Differential Privacy", arXiv 2202
 
 Every graph (a thread, a community) is classified; in every graph each user randomizes her
 neighbor list once and the server trains GIN-0 (Sec. 5.1) on the noisy graphs. Methods
-(``fit_graph_ldp(method, ctx)``):
+(the graph randomizer each one holds):
 
 * ``dprr``: DPRR (noisy degree with eps1, RR with eps2, edge sampling; Eq. 8 budget
   allocation with n_max = the largest graph of the dataset unless ``n_max`` is given, or the
@@ -22,15 +22,19 @@ of a fraction ``poison_fraction`` of users in the *training* graphs
 (:mod:`dpgl.mechanisms.poisoning`), ``defense_theta`` drops the lists whose number of ones
 is >= tau (Eq. 17) in every graph.
 
-Registered here: ``locallap``, ``nonpriv-part``, ``nonpriv-full`` (graph task only). ``rr``
-and ``dprr`` are registered by :mod:`dpgl.methods.edge_ldp`, which calls
-:func:`fit_graph_ldp` for the graph task.
+One registry serves both tasks: a method that declares the ``"graph"`` task holds its
+per-graph client as :attr:`~dpgl.methods.base.Method.graph_randomizer` (a
+:class:`GraphRandomizer` subclass below) and :meth:`~dpgl.methods.base.Method.fit` runs it
+through :func:`fit_graph_ldp`. Registered here: ``locallap``, ``nonpriv-part``,
+``nonpriv-full`` (graph task only); ``rr`` and ``dprr`` are registered by
+:mod:`dpgl.methods.edge_ldp` for both tasks, holding :class:`RRGraph` and :class:`DPRRGraph`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -39,7 +43,7 @@ import torch
 from pydantic import Field, model_validator
 from torch_geometric.data import Data
 
-from dpgl.errors import ConfigError, unknown_name
+from dpgl.errors import ConfigError
 from dpgl.estimators.dprr import dprr_graph
 from dpgl.estimators.toptt import simulate_top_t
 from dpgl.graph.pairs import sort_pairs
@@ -55,7 +59,15 @@ from dpgl.mechanisms.poisoning import (
     poison_reports,
 )
 from dpgl.mechanisms.rr import RR, DirectedReports
-from dpgl.methods.base import Method, MethodOutput, RunContext, register
+from dpgl.methods.base import (
+    Method,
+    MethodOutput,
+    RunContext,
+    check_task,
+    get_method,
+    list_methods,
+    register,
+)
 from dpgl.methods.params import GraphParams, Params
 from dpgl.privacy import Unit, current_accountant
 from dpgl.privacy.randomizer import record_nonprivate
@@ -63,16 +75,24 @@ from dpgl.rng import spawn
 from dpgl.train import train_graph_classifier
 
 __all__ = [
-    "GRAPH_LDP_METHODS",
+    "DPRRGraph",
     "GraphLDPParams",
     "GraphRandomizer",
+    "LocalLapGraph",
+    "NonPrivFullGraph",
+    "NonPrivPartGraph",
+    "RRGraph",
     "RandomizedGraph",
     "fit_graph_ldp",
+    "graph_randomizer",
     "randomize_graphs",
 ]
 
-GRAPH_LDP_METHODS = ("dprr", "rr", "locallap", "nonpriv-part", "nonpriv-full")
-_PRIVATE = ("dprr", "rr", "locallap")
+
+def customized_setting(params: Params) -> set[Unit]:
+    """DPRR's customized setting (Sec. 5): with ``non_private_fraction`` > 0 some users send
+    their true lists, a "no privacy" edge-LDP total chosen on purpose."""
+    return {Unit.EDGE_LDP} if getattr(params, "non_private_fraction", 0.0) > 0 else set()
 
 
 class GraphLDPParams(GraphParams):
@@ -141,42 +161,45 @@ def _true_rows(u: np.ndarray, v: np.ndarray, n: int, users_mask: np.ndarray
     return src[keep], dst[keep]
 
 
-class GraphRandomizer:
-    """Per-graph client side of one method (no training): maps a true graph to the reports
-    the server receives. ``n_max`` is DPRR's Eq. 8 n_max."""
+def _record_nonprivate_users() -> None:
+    record_nonprivate("non-private users' neighbor lists",
+                      "the non-private users of DPRR's customized setting send "
+                      "their true lists: they have no privacy",
+                      Unit.EDGE_LDP)
 
-    def __init__(self, method: str, epsilon: float | None, params: GraphLDPParams, *,
+
+class GraphRandomizer(ABC):
+    """The per-graph client side of a graph-task method (no training): maps a true graph to
+    the reports the server receives. A method serves the graph task by holding a subclass in
+    :attr:`dpgl.methods.base.Method.graph_randomizer`; :func:`graph_randomizer` builds the
+    one of a registered method. ``n_max`` is DPRR's Eq. 8 n_max (the largest graph)."""
+
+    #: takes an epsilon (the non-private baselines do not)
+    private: ClassVar[bool] = True
+    #: the DPRR paper's poisoning attack and Defense(theta) are defined on its noisy lists
+    poisonable: ClassVar[bool] = False
+    #: what the server uses as is, (name, description with ``{fraction}`` =
+    #: ``non_private_fraction``), recorded once per run; the private randomizers charge the
+    #: run's accountant themselves, per graph
+    uses_as_is: ClassVar[tuple[str, str] | None] = None
+
+    def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
                  n_max: int | None = None) -> None:
-        if method not in GRAPH_LDP_METHODS:
-            raise unknown_name("graph edge-LDP method", method, GRAPH_LDP_METHODS)
-        if method in _PRIVATE and epsilon is None:
-            raise ConfigError(f"method {method!r} is private: give an epsilon")
-        self.method = method
-        self.params = params
+        if self.private and epsilon is None:
+            raise ConfigError(f"{type(self).__name__} is private: give an epsilon")
         self.epsilon = epsilon
-        self.dprr: DPRR | None = None
-        self.rr: RR | None = None
-        self.lap: LocalLap | None = None
-        if method == "dprr":
-            assert epsilon is not None
-            self.dprr = DPRR(epsilon, n_max=params.n_max or n_max, alpha=params.alpha,
-                             allocation=params.allocation)
-        elif method == "rr":
-            assert epsilon is not None
-            self.rr = RR(epsilon)
-        elif method == "locallap":
-            assert epsilon is not None
-            self.lap = LocalLap(epsilon, variant="locallap",
-                                degree_fraction=params.degree_fraction)
+        self.params = params
 
     @property
     def eps2(self) -> float | None:
         """The RR budget that bounds an honest list's ones (for Defense(theta))."""
-        if self.dprr is not None:
-            return self.dprr.budget()[1] if self.dprr.n_max is not None else None
-        if self.rr is not None:
-            return self.rr.epsilon
         return None
+
+    @abstractmethod
+    def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
+                rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        """The reports of one graph with undirected edges ``(u, v)``, ``private`` the mask of
+        the private users; and the users' device-side noisy degrees (None without)."""
 
     def __call__(self, g: Data, rng: np.random.Generator) -> RandomizedGraph:
         n = int(g.num_nodes)
@@ -184,57 +207,145 @@ class GraphRandomizer:
         r_mask, r_mech = spawn(rng, 2)
         lam = self.params.non_private_fraction
         private = draw_private_mask(n, lam, r_mask) if lam > 0 else np.ones(n, dtype=bool)
-        noisy = None
-        if lam > 0 and self.method in ("rr", "locallap"):
-            record_nonprivate("non-private users' neighbor lists",
-                              "the non-private users of DPRR's customized setting send "
-                              "their true lists: they have no privacy",
-                              Unit.EDGE_LDP)
-        if self.method == "nonpriv-full":
-            reports = _both_directions(u, v, n)
-        elif self.method == "nonpriv-part":
-            a, b = _true_rows(u, v, n, ~private)
-            row, col, _ = sort_pairs(a, b, n)
-            reports = DirectedReports(row, col, n)
-        elif self.method == "dprr":
-            assert self.dprr is not None
-            reports, noisy = self.dprr.simulate(u, v, n, r_mech,
-                                                private_mask=private if lam > 0 else None)
-        elif self.method == "rr":
-            assert self.rr is not None
-            reports = self.rr.simulate(u, v, n, r_mech)
-            if lam > 0:  # non-private users send their true lists instead
-                keep = private[reports.user]
-                a, b = _true_rows(u, v, n, ~private)
-                row, col, _ = sort_pairs(np.concatenate([reports.user[keep], a]),
-                                         np.concatenate([reports.neighbor[keep], b]), n)
-                reports = DirectedReports(row, col, n)
-        else:  # locallap: top-T among private pairs + every true edge at a non-private user
-            assert self.lap is not None
-            idx = np.flatnonzero(private)
-            inside = private[u] & private[v]
-            sel_a = np.zeros(0, np.int64)
-            sel_b = np.zeros(0, np.int64)
-            if idx.size >= 2:
-                relabel = np.full(n, -1, np.int64)
-                relabel[idx] = np.arange(idx.size)
-                # The noisy degree of a private user minus her (disclosed) edges to the
-                # non-private users has the law of the induced degree + Lap(1 / eps1), so
-                # the induced subgraph is simulated directly.
-                a, b, _info = simulate_top_t(self.lap, relabel[u[inside]], relabel[v[inside]],
-                                             int(idx.size), r_mech)
-                sel_a, sel_b = idx[a], idx[b]
-            out_a = np.concatenate([sel_a, u[~inside]])
-            out_b = np.concatenate([sel_b, v[~inside]])
-            reports = _both_directions(out_a, out_b, n)
+        reports, noisy = self.reports(u, v, n, private, r_mech)
         return RandomizedGraph(reports, noisy, private)
 
     def expected_reports(self, graphs: list[Data]) -> float:
-        """E[total reported pairs] for RR (others are ~2|E|)."""
-        if self.rr is None:
-            return float(sum(int(g.edge_index.size(1)) for g in graphs))
+        """E[total reported pairs] over ``graphs`` (~2|E| unless the output grows as n^2)."""
+        return float(sum(int(g.edge_index.size(1)) for g in graphs))
+
+    def info(self) -> dict[str, Any]:
+        """Run information about the budget split (public)."""
+        return {}
+
+
+class DPRRGraph(GraphRandomizer):
+    """DPRR (Hidano & Murakami, Alg. 1): noisy degree with eps1, RR with eps2, edge sampling;
+    Eq. 8 budget allocation with n_max = the largest graph unless ``params.n_max`` is given."""
+
+    poisonable = True
+
+    def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
+                 n_max: int | None = None) -> None:
+        super().__init__(epsilon, params, n_max=n_max)
+        assert epsilon is not None
+        self.dprr = DPRR(epsilon, n_max=params.n_max or n_max, alpha=params.alpha,
+                         allocation=params.allocation)
+
+    @property
+    def eps2(self) -> float | None:
+        return self.dprr.budget()[1] if self.dprr.n_max is not None else None
+
+    def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
+                rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        lam = self.params.non_private_fraction
+        return self.dprr.simulate(u, v, n, rng, private_mask=private if lam > 0 else None)
+
+    def info(self) -> dict[str, Any]:
+        eps1, eps2 = self.dprr.budget()
+        return {"eps1": eps1, "eps2": eps2, "dprr_n_max": self.dprr.n_max}
+
+
+class RRGraph(GraphRandomizer):
+    """Warner's RR with eps on every bit of every private user's list."""
+
+    poisonable = True
+
+    def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
+                 n_max: int | None = None) -> None:
+        super().__init__(epsilon, params, n_max=n_max)
+        assert epsilon is not None
+        self.rr = RR(epsilon)
+
+    @property
+    def eps2(self) -> float | None:
+        return self.rr.epsilon
+
+    def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
+                rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        lam = self.params.non_private_fraction
+        if lam > 0:
+            _record_nonprivate_users()
+        reports = self.rr.simulate(u, v, n, rng)
+        if lam > 0:  # non-private users send their true lists instead
+            keep = private[reports.user]
+            a, b = _true_rows(u, v, n, ~private)
+            row, col, _ = sort_pairs(np.concatenate([reports.user[keep], a]),
+                                     np.concatenate([reports.neighbor[keep], b]), n)
+            reports = DirectedReports(row, col, n)
+        return reports, None
+
+    def expected_reports(self, graphs: list[Data]) -> float:
         return float(sum(self.rr.expected_reports(int(g.num_nodes), int(g.edge_index.size(1)) // 2)
                          for g in graphs))
+
+
+class LocalLapGraph(GraphRandomizer):
+    """LocalLap (DPRR paper baseline): Laplace noise on every bit + noisy degree
+    (eps1 = ``degree_fraction`` eps); the server keeps the top T = sum(noisy degrees) / 2
+    pairs among the private users, plus every true edge at a non-private user."""
+
+    def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
+                 n_max: int | None = None) -> None:
+        super().__init__(epsilon, params, n_max=n_max)
+        assert epsilon is not None
+        self.lap = LocalLap(epsilon, variant="locallap", degree_fraction=params.degree_fraction)
+
+    def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
+                rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        if self.params.non_private_fraction > 0:
+            _record_nonprivate_users()
+        idx = np.flatnonzero(private)
+        inside = private[u] & private[v]
+        sel_a = np.zeros(0, np.int64)
+        sel_b = np.zeros(0, np.int64)
+        if idx.size >= 2:
+            relabel = np.full(n, -1, np.int64)
+            relabel[idx] = np.arange(idx.size)
+            # The noisy degree of a private user minus her (disclosed) edges to the
+            # non-private users has the law of the induced degree + Lap(1 / eps1), so
+            # the induced subgraph is simulated directly.
+            a, b, _info = simulate_top_t(self.lap, relabel[u[inside]], relabel[v[inside]],
+                                         int(idx.size), rng)
+            sel_a, sel_b = idx[a], idx[b]
+        out_a = np.concatenate([sel_a, u[~inside]])
+        out_b = np.concatenate([sel_b, v[~inside]])
+        return _both_directions(out_a, out_b, n), None
+
+
+class NonPrivPartGraph(GraphRandomizer):
+    """NonPriv-Part: only the non-private users' true lists; the private users' are dropped."""
+
+    private = False
+    uses_as_is = ("non-private users' neighbor lists",
+                  "a fraction {fraction:g} of the users of each graph send their true lists (the "
+                  "private users' lists are dropped)")
+
+    def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
+                rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        a, b = _true_rows(u, v, n, ~private)
+        row, col, _ = sort_pairs(a, b, n)
+        return DirectedReports(row, col, n), None
+
+
+class NonPrivFullGraph(GraphRandomizer):
+    """NonPriv-Full: every true neighbor list."""
+
+    private = False
+    uses_as_is = ("neighbor lists", "every user's true neighbor list used as is")
+
+    def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
+                rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        return _both_directions(u, v, n), None
+
+
+def graph_randomizer(method: str, epsilon: float | None, params: GraphLDPParams, *,
+                     n_max: int | None = None) -> GraphRandomizer:
+    """The graph-task randomizer of the registered method ``method``."""
+    m = get_method(method)
+    check_task(m, "graph")
+    assert m.graph_randomizer is not None
+    return m.graph_randomizer(epsilon, params, n_max=n_max)
 
 
 def _randomize_one(i: int, g: Data, child: np.random.Generator, rand: GraphRandomizer,
@@ -286,7 +397,7 @@ def randomize_graphs(
     depend on the others or on the attack), poison the graphs in ``poison_graphs`` and apply
     Defense(theta) to all. Returns the server's per-graph reports and summary statistics."""
     n_max = max(int(g.num_nodes) for g in graphs)
-    rand = GraphRandomizer(method, epsilon, params, n_max=n_max)
+    rand = graph_randomizer(method, epsilon, params, n_max=n_max)
     expected = rand.expected_reports(graphs)
     if expected > params.max_total_edges:
         raise ConfigError(
@@ -294,8 +405,8 @@ def randomize_graphs(
             f"over {len(graphs)} graphs (> max_total_edges={params.max_total_edges}); "
             "RR's output grows as n^2: use a larger eps, smaller graphs, or raise max_total_edges")
     omegas = params.omegas
-    if omegas is not None and params.poison_fraction > 0 and method not in ("dprr", "rr"):
-        raise ConfigError("poisoning is defined for the noisy lists of 'dprr' and 'rr' only")
+    if omegas is not None and params.poison_fraction > 0 and not rand.poisonable:
+        raise ConfigError(f"poisoning is defined for the noisy lists of {_poisonable()} only")
     theta = params.defense_theta
     if omegas is not None and params.poison_fraction > 0 and theta is None:
         # a poisoned list has ~omega (n - 1) ones: beta n^2 omega pairs per training graph
@@ -306,8 +417,8 @@ def randomize_graphs(
                 f"Poison{omegas} with beta={params.poison_fraction:g} adds ~{extra:.3g} reported "
                 f"pairs to the training graphs (> max_total_edges={params.max_total_edges}); "
                 "poisoned lists grow as n^2: use smaller graphs or a defense")
-    if theta is not None and method not in ("dprr", "rr"):
-        raise ConfigError("defense_theta (Eq. 17) applies to 'dprr' and 'rr' only")
+    if theta is not None and not rand.poisonable:
+        raise ConfigError(f"defense_theta (Eq. 17) applies to {_poisonable()} only")
     out: list[RandomizedGraph] = []
     stats = {"true_pairs": 0, "reported_pairs": 0, "poisoned_users": 0, "poisoned_flagged": 0,
              "honest_users": 0, "honest_flagged": 0}
@@ -329,9 +440,7 @@ def randomize_graphs(
         "mean_reported_pairs": stats["reported_pairs"] / len(graphs),
         "poisoned_users": stats["poisoned_users"],
     }
-    if rand.dprr is not None:
-        eps1, eps2 = rand.dprr.budget()
-        info.update(eps1=eps1, eps2=eps2, dprr_n_max=rand.dprr.n_max)
+    info.update(rand.info())
     if theta is not None:
         info["defense_fpr"] = stats["honest_flagged"] / max(stats["honest_users"], 1)
         info["defense_tpr"] = (stats["poisoned_flagged"] / stats["poisoned_users"]
@@ -339,18 +448,10 @@ def randomize_graphs(
     return out, info
 
 
-def _record_privacy(method: str, ctx: RunContext) -> None:
-    """Declare what the non-private baselines use as is (the private methods' randomizers
-    charge the run's accountant themselves, per graph, inside :func:`randomize_graphs`)."""
-    acc = ctx.accountant
-    if method == "nonpriv-full":
-        acc.spend_nonprivate("neighbor lists", "every user's true neighbor list used as is",
-                             Unit.EDGE_LDP)
-    elif method == "nonpriv-part":
-        acc.spend_nonprivate(
-            "non-private users' neighbor lists",
-            f"a fraction {ctx.params.non_private_fraction:g} of the users of each graph send "
-            "their true lists (the private users' lists are dropped)", Unit.EDGE_LDP)
+def _poisonable() -> str:
+    names = [name for name in list_methods("graph")
+             if getattr(get_method(name).graph_randomizer, "poisonable", False)]
+    return " and ".join(repr(n) for n in names)
 
 
 def to_training_graph(rg: RandomizedGraph, y: torch.Tensor, symmetrize: str) -> Data:
@@ -361,9 +462,11 @@ def to_training_graph(rg: RandomizedGraph, y: torch.Tensor, symmetrize: str) -> 
 
 
 def fit_graph_ldp(method: str, ctx: RunContext) -> MethodOutput:
-    """Run one graph-classification method of the DPRR paper (see the module docstring)."""
-    if method not in GRAPH_LDP_METHODS:
-        raise unknown_name("graph edge-LDP method", method, GRAPH_LDP_METHODS)
+    """Run the graph-task method ``method`` (a registered name): its users randomize every
+    graph with the method's :class:`GraphRandomizer`, the server trains GIN-0 on the noisy
+    graphs (the DPRR paper's protocol, see the module docstring)."""
+    m = get_method(method)
+    check_task(m, "graph")
     p = ctx.params
     if not isinstance(p, GraphLDPParams):
         raise ConfigError(f"method {method!r} needs GraphLDPParams, got {type(p).__name__}")
@@ -374,7 +477,10 @@ def fit_graph_ldp(method: str, ctx: RunContext) -> MethodOutput:
     randomized, info = randomize_graphs(method, list(ds.graphs), ctx.epsilon, p, noise_rng,
                                         poison_graphs=frozenset(int(i) for i in tr))
     info["randomize_seconds"] = time.perf_counter() - start
-    _record_privacy(method, ctx)
+    uses = m.graph_randomizer.uses_as_is
+    if uses is not None:
+        ctx.accountant.spend_nonprivate(uses[0], uses[1].format(fraction=p.non_private_fraction),
+                                        Unit.EDGE_LDP)
     graphs = [to_training_graph(rg, g.y, p.symmetrize)
               for rg, g in zip(randomized, ds.graphs, strict=True)]
     del randomized
@@ -393,26 +499,25 @@ class _GraphOnly(Method):
     tasks = ("graph",)
     params_for_task: ClassVar[dict[str, type[Params]]] = {"graph": GraphLDPParams}
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
-        return fit_graph_ldp(self.name, ctx)
-
 
 @register
-class LocalLapGraph(_GraphOnly):
+class LocalLapGraphMethod(_GraphOnly):
     name = "locallap"
+    graph_randomizer = LocalLapGraph
     private = True
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
     budget_split = "degree_fraction to the noisy degree, the rest to Laplace noise on every bit"
-
-    def unprotected_by_choice(self, params: Params) -> set[Unit]:
-        return {Unit.EDGE_LDP} if getattr(params, "non_private_fraction", 0.0) > 0 else set()
     summary = ("LocalLap (DPRR paper baseline): Laplace on every bit + noisy degree "
                "(eps/10), top-T server; graph classification with GIN-0")
+
+    def unprotected_by_choice(self, params: Params) -> set[Unit]:
+        return customized_setting(params)
 
 
 @register
 class NonPrivPart(_GraphOnly):
     name = "nonpriv-part"
+    graph_randomizer = NonPrivPartGraph
     private = False
     summary = ("NonPriv-Part (DPRR paper): only the non-private users' true lists "
                "(non_private_fraction) are used, private users' lists are dropped")
@@ -421,5 +526,6 @@ class NonPrivPart(_GraphOnly):
 @register
 class NonPrivFull(_GraphOnly):
     name = "nonpriv-full"
+    graph_randomizer = NonPrivFullGraph
     private = False
     summary = "NonPriv-Full (DPRR paper): every true neighbor list, GIN-0 (no privacy)"

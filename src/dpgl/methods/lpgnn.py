@@ -127,7 +127,7 @@ class LPGNN(Method):
     budget_split = ("all of epsilon to each user's feature report; labels: label_epsilon "
                     "(k-RR) if set, else used as is; the graph is known to the server")
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
         assert isinstance(p, LpgnnParams)
         assert ctx.epsilon is not None

@@ -147,7 +147,7 @@ class SAGENodeDP(Method):
     deltas: ClassVar[dict[Unit, str]] = {UNIT: "delta"}
     budget_split = "all of epsilon to DP-SGD (1 + max_degree examples per node, RDP)"
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         return run_sage(ctx, True)
 
 
@@ -160,5 +160,5 @@ class SAGENonPrivate(Method):
     summary = "DP-SAGE's 1-layer GNN without privacy"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": SAGEParams}
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         return run_sage(ctx, False)

@@ -101,7 +101,7 @@ class Solitude(Method):
     budget_split = ("epsilon to RR on every neighbor-list bit; feature_epsilon to each user's "
                     "feature report; label_epsilon (k-RR) if set, else labels used as is")
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
         assert isinstance(p, SolitudeParams)
         assert ctx.epsilon is not None
@@ -158,7 +158,7 @@ class SolitudeLink(Method):
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
     budget_split = "all of epsilon to RR on every neighbor-list bit"
 
-    def fit(self, ctx: RunContext) -> MethodOutput:
+    def fit_node(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
         assert isinstance(p, SolitudeLinkParams)
         assert ctx.epsilon is not None

@@ -316,7 +316,7 @@ def degree_study(dataset: str, eps: float, num_graphs: int, seed: int = 0,
     """Per user: original degree and the degree in each method's server graph (DPRR: her
     sampled list size; RR: her RR list size; LocalLap: her degree in the top-T graph).
     ``num_graphs`` graphs with at most ``max_nodes`` nodes, drawn at random."""
-    from dpgl.methods.graph_ldp import GraphLDPParams, GraphRandomizer
+    from dpgl.methods.graph_ldp import GraphLDPParams, graph_randomizer
 
     ds = load_dataset(dataset)
     n_max = max(int(g.num_nodes) for g in ds.graphs)
@@ -326,7 +326,7 @@ def degree_study(dataset: str, eps: float, num_graphs: int, seed: int = 0,
     params = GraphLDPParams()
     rows = []
     for m in ("dprr", "rr", "locallap"):
-        rand = GraphRandomizer(m, eps, params, n_max=n_max)
+        rand = graph_randomizer(m, eps, params, n_max=n_max)
         for i, child in zip(pick, spawn(make_rng(seed + 1), len(pick)), strict=True):
             g = ds.graphs[i]
             n = int(g.num_nodes)
