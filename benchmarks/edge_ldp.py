@@ -75,12 +75,14 @@ def expected_pairs(method: str, n: int, m: int, eps: float) -> float:
 def run_case(method: str, graph_file: str, eps: float, seed: int) -> dict:
     """Worker: load the graph, run users + server once, report time and memory."""
     t_import = time.perf_counter()
-    from dpgl.estimators.blink import BlinkTransform
-    from dpgl.estimators.dprr import DPRRTransform
-    from dpgl.estimators.ldpgen import LDPGenTransform
-    from dpgl.estimators.toptt import LocalLapTransform
-    from dpgl.mechanisms.rr import RRTransform
-    from dpgl.mechanisms.symrr import SymRRTransform
+    from dpgl.transforms import (
+        BlinkTransform,
+        DPRRTransform,
+        LDPGenTransform,
+        LocalLapTransform,
+        RRTransform,
+        SymRRTransform,
+    )
 
     t_import = time.perf_counter() - t_import
     g = np.load(graph_file)

@@ -14,6 +14,7 @@ LAYERS: list[set[str]] = [
     {"privacy", "graph", "datasets"},
     {"mechanisms"},
     {"estimators"},
+    {"transforms"},
     {"central"},
     {"nn", "train"},
     {"methods"},

@@ -13,9 +13,10 @@ from dpgl.audit.local import LOCAL_AUDITS, claim_of
 from dpgl.audit.registry import list_audits, run_named_audit
 from dpgl.datasets.transforms import NormalizeFeatures01
 from dpgl.errors import ConfigError
-from dpgl.mechanisms.features import CollectFeatures, FeatureRange
+from dpgl.mechanisms.features import FeatureRange
 from dpgl.privacy import Unit
 from dpgl.privacy.audit import AuditSetup, audit_setup, run_audit
+from dpgl.transforms import CollectFeatures
 
 SHIPPED = [n for n, a in LOCAL_AUDITS.items() if a.shipped]
 

@@ -10,13 +10,15 @@ from torch_geometric.data import Data
 
 from _edge_graphs import random_graph
 from dpgl.errors import ConfigError, GraphError
-from dpgl.estimators.blink import BlinkTransform
-from dpgl.estimators.dprr import DPRRTransform
-from dpgl.estimators.ldpgen import LDPGenTransform
-from dpgl.estimators.toptt import LocalLapTransform
-from dpgl.mechanisms.rr import RRTransform
-from dpgl.mechanisms.symrr import SymRRTransform
 from dpgl.privacy import Unit
+from dpgl.transforms import (
+    BlinkTransform,
+    DPRRTransform,
+    LDPGenTransform,
+    LocalLapTransform,
+    RRTransform,
+    SymRRTransform,
+)
 
 N = 120
 

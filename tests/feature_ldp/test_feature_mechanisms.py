@@ -8,9 +8,10 @@ import torch
 from torch_geometric.data import Data
 
 from dpgl.errors import ConfigError
-from dpgl.mechanisms.features import CollectFeatures, FeatureRandomizer, FeatureRange
-from dpgl.mechanisms.labels import CollectLabels, LabelRR
+from dpgl.mechanisms.features import FeatureRandomizer, FeatureRange
+from dpgl.mechanisms.labels import LabelRR
 from dpgl.privacy import Unit, multibit_variance
+from dpgl.transforms import CollectFeatures, CollectLabels
 
 
 def _data(n: int = 50, d: int = 8, seed: int = 0) -> Data:

@@ -18,8 +18,9 @@ from dpgl.datasets.transforms import NormalizeFeatures01
 from dpgl.errors import ConfigError
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.execute import execute_run, validate_config
-from dpgl.mechanisms.features import CollectFeatures, FeatureRange, public_feature_range
+from dpgl.mechanisms.features import FeatureRange, public_feature_range
 from dpgl.privacy import MultiBit
+from dpgl.transforms import CollectFeatures
 
 EPS = 1.0
 D = 3

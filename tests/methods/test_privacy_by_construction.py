@@ -18,11 +18,11 @@ import dpgl.methods as methods_pkg
 from dpgl.errors import PrivacyError
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.execute import check_report, execute_run
-from dpgl.mechanisms.features import CollectFeatures, FeatureRange
-from dpgl.mechanisms.labels import CollectLabels
+from dpgl.mechanisms.features import FeatureRange
 from dpgl.methods.base import _REGISTRY, Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeParams, Params
 from dpgl.privacy import Accountant, Guarantee, RandomizedResponse, Unit
+from dpgl.transforms import CollectFeatures, CollectLabels
 
 METHODS_DIR = pathlib.Path(methods_pkg.__file__).parent
 

@@ -33,8 +33,7 @@ from dpgl.errors import ConfigError
 from dpgl.graph.pairs import num_pairs, pair_to_index
 from dpgl.mechanisms.blink import BlinkClient
 from dpgl.mechanisms.dprr import DPRR
-from dpgl.mechanisms.features import CollectFeatures, public_feature_range
-from dpgl.mechanisms.labels import CollectLabels
+from dpgl.mechanisms.features import public_feature_range
 from dpgl.mechanisms.lap import LocalLap
 from dpgl.mechanisms.ldpgen import LDPGenClient
 from dpgl.mechanisms.rr import RR
@@ -43,6 +42,7 @@ from dpgl.methods.graph_ldp import GraphLDPParams, graph_randomizer
 from dpgl.privacy import Accountant, Guarantee, Unit
 from dpgl.privacy.audit import AuditableMechanism, AuditSetup
 from dpgl.privacy.multiterm import quiet_absl
+from dpgl.transforms import CollectFeatures, CollectLabels
 
 __all__ = ["LOCAL_AUDITS", "claim_of"]
 

@@ -66,18 +66,14 @@ from dpgl.graph.pairs import (
     sort_pairs,
     unique_counts,
 )
-from dpgl.mechanisms._transform import EdgeLDPTransform
-from dpgl.mechanisms.blink import BlinkClient
 from dpgl.mechanisms.neighbor_list import check_num_nodes, edge_index_from_pairs
 from dpgl.mechanisms.rr import DirectedReports
-from dpgl.privacy import Guarantee, check_epsilon
-from dpgl.rng import SeedLike
+from dpgl.privacy import check_epsilon
 
 __all__ = [
     "BetaFit",
     "BlinkEstimate",
     "BlinkServer",
-    "BlinkTransform",
     "clip_degrees",
     "dense_posterior",
     "fit_beta",
@@ -459,38 +455,3 @@ class BlinkServer:
         return self._estimate(u, v, w, total_mass=mass, floor=floor_v,
                               dropped_mass=dropped, dropped_bound=dropped_bound(c),
                               exact=False)
-
-
-class BlinkTransform(EdgeLDPTransform):
-    """PyG transform: Blink users (:class:`dpgl.mechanisms.blink.BlinkClient`) and server.
-
-    ``variant`` is ``"hard"`` (unweighted), ``"hybrid"`` or ``"soft"`` (weighted);
-    ``soft_options`` go to :meth:`BlinkServer.soft`.
-    """
-
-    def __init__(self, epsilon: float, degree_share: float = 0.1, variant: str = "hybrid",
-                 seed: SeedLike = None, *, secure: bool = False,
-                 soft_options: dict[str, Any] | None = None) -> None:
-        if variant not in VARIANTS:
-            raise unknown_name("Blink variant", variant, VARIANTS)
-        self.client = BlinkClient(epsilon, degree_share)
-        self.variant = variant
-        self.soft_options = dict(soft_options or {})
-        super().__init__(seed, secure=secure)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.client.guarantee
-
-    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
-                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-        reports, noisy = self.client.simulate(u, v, num_nodes, rng)
-        server = BlinkServer(self.client.eps_a).fit(reports, noisy)
-        if self.variant == "hard":
-            est = server.hard()
-        elif self.variant == "hybrid":
-            est = server.hybrid()
-        else:
-            est = server.soft(**self.soft_options)
-        self.last_info = dict(est.info, reports=len(reports))
-        return est.edge_index()

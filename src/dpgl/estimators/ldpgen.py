@@ -27,18 +27,14 @@ import math
 from typing import Any
 
 import numpy as np
-import torch
 
 from dpgl.errors import ConfigError
 from dpgl.graph.pairs import index_to_pair, pair_to_index, unique_counts
-from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.ldpgen import LDPGenClient
-from dpgl.mechanisms.neighbor_list import check_num_nodes, edge_index_from_pairs
+from dpgl.mechanisms.neighbor_list import check_num_nodes
 from dpgl.mechanisms.rr import both_directions
-from dpgl.privacy import Guarantee
-from dpgl.rng import SeedLike
 
-__all__ = ["LDPGenTransform", "choose_k1", "chung_lu_blocks", "kmeans", "ldpgen_reports",
+__all__ = ["choose_k1", "chung_lu_blocks", "kmeans", "ldpgen_reports",
            "ldpgen_simulate"]
 
 
@@ -172,25 +168,3 @@ def ldpgen_simulate(u: np.ndarray, v: np.ndarray, num_nodes: int, client: LDPGen
     k1_used = delta1.shape[1]
     a, b = chung_lu_blocks(delta1, xi1, k1_used, rng)
     return a, b, {"k1": k1_used}
-
-
-class LDPGenTransform(EdgeLDPTransform):
-    """PyG transform: LDPGen users + server; the output is the generated synthetic graph."""
-
-    def __init__(self, epsilon: float, *, phase1_share: float = 0.5, k0: int = 2,
-                 k1: int | None = None, max_k1: int = 64, seed: SeedLike = None,
-                 secure: bool = False) -> None:
-        self.client = LDPGenClient(epsilon, phase1_share)
-        self.k0, self.k1, self.max_k1 = k0, k1, max_k1
-        super().__init__(seed, secure=secure)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.client.guarantee
-
-    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
-                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-        a, b, info = ldpgen_simulate(u, v, num_nodes, self.client, rng, k0=self.k0, k1=self.k1,
-                                     max_k1=self.max_k1)
-        self.last_info = info
-        return edge_index_from_pairs(a, b)

@@ -18,17 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 from dpgl.errors import ConfigError
 from dpgl.graph.pairs import index_to_pair, num_pairs
-from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.lap import LapCandidates, LocalLap
-from dpgl.mechanisms.neighbor_list import check_num_nodes, edge_index_from_pairs
-from dpgl.privacy import Guarantee
-from dpgl.rng import SeedLike
+from dpgl.mechanisms.neighbor_list import check_num_nodes
 
-__all__ = ["LocalLapTransform", "simulate_top_t", "top_t_dense", "top_t_keys"]
+__all__ = ["simulate_top_t", "top_t_dense", "top_t_keys"]
 
 
 def top_t_keys(keys: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
@@ -88,24 +84,3 @@ def simulate_top_t(mechanism: LocalLap, u: np.ndarray, v: np.ndarray, num_nodes:
     a, b = index_to_pair(keys, n)
     info = {"T": t, "candidates": int(cand.keys.size), "cutoff": float(cand.cutoff)}
     return a, b, info
-
-
-class LocalLapTransform(EdgeLDPTransform):
-    """PyG transform: Laplace bits (``variant="locallap"`` or ``"ldpgcn"``) + top-T server."""
-
-    def __init__(self, epsilon: float, *, variant: str = "locallap",
-                 degree_fraction: float = 0.1, seed: SeedLike = None,
-                 secure: bool = False) -> None:
-        self.mechanism = LocalLap(epsilon, variant=variant, degree_fraction=degree_fraction,
-                                  secure=secure)
-        super().__init__(seed, secure=secure)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.mechanism.guarantee
-
-    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
-                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-        a, b, info = simulate_top_t(self.mechanism, u, v, num_nodes, rng)
-        self.last_info = info
-        return edge_index_from_pairs(a, b)

@@ -11,8 +11,8 @@ from dpgl.mechanisms.blink import BlinkClient, BlinkReport
 from dpgl.mechanisms.dprr import DPRR, DPRRReport, dprr_budget, dprr_sampling_probability
 from dpgl.mechanisms.lap import LapCandidates, LapReport, LocalLap
 from dpgl.mechanisms.ldpgen import LDPGenClient
-from dpgl.mechanisms.rr import RR, DirectedReports, RRTransform
-from dpgl.mechanisms.symrr import SymRR, SymRRTransform
+from dpgl.mechanisms.rr import RR, DirectedReports
+from dpgl.mechanisms.symrr import SymRR
 
 __all__ = [
     "DPRR",
@@ -25,9 +25,9 @@ __all__ = [
     "LapCandidates",
     "LapReport",
     "LocalLap",
-    "RRTransform",
+
     "SymRR",
-    "SymRRTransform",
+
     "dprr_budget",
     "dprr_sampling_probability",
 ]

@@ -21,25 +21,21 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dpgl.errors import GraphError, unknown_name
+from dpgl.errors import GraphError
 from dpgl.graph.pairs import (
     bernoulli_positions,
     index_to_ordered_pair,
     num_ordered_pairs,
     ordered_pair_to_index,
 )
-from dpgl.graph.symmetrize import POLICIES, symmetrize_pairs
-from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.neighbor_list import (
     check_neighbor_list,
     check_num_nodes,
     edge_index_from_directed,
-    edge_index_from_pairs,
 )
 from dpgl.privacy import Guarantee, RandomizedResponse, Randomizer, Unit
-from dpgl.rng import SeedLike
 
-__all__ = ["RR", "DirectedReports", "RRTransform", "both_directions", "flip_bits", "xor_sorted"]
+__all__ = ["RR", "DirectedReports", "both_directions", "flip_bits", "xor_sorted"]
 
 
 @dataclass(frozen=True)
@@ -187,33 +183,3 @@ class RR(Randomizer):
 
     def _repr_args(self) -> dict[str, object]:
         return {"epsilon": self.epsilon}
-
-
-class RRTransform(EdgeLDPTransform):
-    """PyG transform: every user applies :class:`RR`; the server uses the reports as they are
-    (``symmetrize="directed"``) or symmetrizes them with ``"or"`` / ``"and"``
-    (:mod:`dpgl.graph.symmetrize`)."""
-
-    def __init__(self, epsilon: float, symmetrize: str = "directed", seed: SeedLike = None, *,
-                 secure: bool = False) -> None:
-        if symmetrize not in POLICIES:
-            raise unknown_name("symmetrization policy", symmetrize, POLICIES)
-        self.mechanism = RR(epsilon)
-        self.symmetrize = symmetrize
-        super().__init__(seed, secure=secure)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.mechanism.guarantee
-
-    def _repr_args(self) -> dict[str, object]:
-        return {**super()._repr_args(), "symmetrize": self.symmetrize}
-
-    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
-                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-        reports = self.mechanism.simulate(u, v, num_nodes, rng)
-        self.last_info = {"reports": len(reports)}
-        if self.symmetrize == "directed":
-            return reports.edge_index(), None
-        a, b = symmetrize_pairs(reports.user, reports.neighbor, num_nodes, self.symmetrize)
-        return edge_index_from_pairs(a, b)

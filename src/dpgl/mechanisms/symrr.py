@@ -14,20 +14,16 @@ geometric gaps, XOR the true pairs; O(|E| + flips), E[flips] = n (n - 1) / 2 / (
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from dpgl.graph.pairs import index_to_ordered_pair, index_to_pair, num_pairs, pair_to_index
-from dpgl.mechanisms._transform import EdgeLDPTransform
 from dpgl.mechanisms.neighbor_list import (
     check_neighbor_list,
     check_num_nodes,
-    edge_index_from_pairs,
 )
 from dpgl.mechanisms.rr import RR, _directed_keys, both_directions, flip_bits
 from dpgl.privacy import Guarantee, symmetric_edge_ldp_to_relationship_dp
-from dpgl.rng import SeedLike
 
-__all__ = ["SymRR", "SymRRTransform"]
+__all__ = ["SymRR"]
 
 
 class SymRR(RR):
@@ -76,21 +72,3 @@ class SymRR(RR):
         """E[number of undirected pairs in the output]."""
         zeros = num_nodes * (num_nodes - 1) / 2.0 - num_edges
         return num_edges * self.keep_probability + zeros * self.flip_probability
-
-
-class SymRRTransform(EdgeLDPTransform):
-    """PyG transform: :class:`SymRR` reports, used as the (symmetric) graph as is."""
-
-    def __init__(self, epsilon: float, seed: SeedLike = None, *, secure: bool = False) -> None:
-        self.mechanism = SymRR(epsilon)
-        super().__init__(seed, secure=secure)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.mechanism.guarantee
-
-    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
-                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-        a, b = self.mechanism.simulate(u, v, num_nodes, rng)
-        self.last_info = {"pairs": int(a.size)}
-        return edge_index_from_pairs(a, b)

@@ -21,19 +21,21 @@ from typing import Any, ClassVar, Literal
 import torch
 from pydantic import Field
 
-from dpgl.estimators.blink import BlinkTransform
-from dpgl.estimators.dprr import DPRRTransform
-from dpgl.estimators.ldpgen import LDPGenTransform
-from dpgl.estimators.toptt import LocalLapTransform
-from dpgl.mechanisms._transform import EdgeLDPTransform
-from dpgl.mechanisms.rr import RRTransform
-from dpgl.mechanisms.symrr import SymRRTransform
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
 from dpgl.methods.graph_ldp import DPRRGraph, GraphLDPParams, RRGraph, customized_setting
 from dpgl.methods.params import NodeParams, Params
 from dpgl.nn import PreparedGraph
 from dpgl.privacy import Unit
+from dpgl.transforms import (
+    BlinkTransform,
+    DPRRTransform,
+    EdgeLDPTransform,
+    LDPGenTransform,
+    LocalLapTransform,
+    RRTransform,
+    SymRRTransform,
+)
 
 Symmetrize = Literal["directed", "or", "and"]
 

@@ -22,8 +22,8 @@ from pydantic import Field
 from torch_geometric.data import Data
 
 from dpgl.estimators.smoothing import denoise_labels
-from dpgl.mechanisms.features import CollectFeatures, public_feature_range
-from dpgl.mechanisms.labels import CollectLabels, LabelRR
+from dpgl.mechanisms.features import public_feature_range
+from dpgl.mechanisms.labels import LabelRR
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
 from dpgl.methods.params import NodeParams, Params
@@ -38,6 +38,7 @@ from dpgl.nn.kprop import (
 from dpgl.privacy import Unit
 from dpgl.rng import spawn
 from dpgl.train import TrainConfig, train_node_classifier
+from dpgl.transforms import CollectFeatures, CollectLabels
 
 
 class LpgnnParams(NodeParams):

@@ -31,8 +31,7 @@ from pydantic import Field
 
 from dpgl.estimators.smoothing import feature_smoothing
 from dpgl.estimators.solitude import StructureLearner
-from dpgl.mechanisms.features import CollectFeatures, public_feature_range
-from dpgl.mechanisms.rr import RRTransform
+from dpgl.mechanisms.features import public_feature_range
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
 from dpgl.methods.lpgnn import collect_labels, label_targets
@@ -42,6 +41,7 @@ from dpgl.nn.weighted_gnn import WeightedGNN
 from dpgl.privacy import Unit
 from dpgl.rng import spawn
 from dpgl.train.solitude import SolitudeConfig, train_solitude
+from dpgl.transforms import CollectFeatures, RRTransform
 
 
 class SolitudeLinkParams(NodeParams):

@@ -1,0 +1,53 @@
+"""BlinkTransform: Blink users (RR + Laplace degree) and the Blink server's posterior graph
+(Zhu, Tan, Xiao, CCS 2023, Sec. 4-5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from dpgl.errors import unknown_name
+from dpgl.estimators.blink import VARIANTS, BlinkServer
+from dpgl.mechanisms.blink import BlinkClient
+from dpgl.privacy import Guarantee
+from dpgl.rng import SeedLike
+from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
+
+__all__ = ["BlinkTransform"]
+
+
+class BlinkTransform(EdgeLDPTransform):
+    """PyG transform: Blink users (:class:`dpgl.mechanisms.blink.BlinkClient`) and server.
+
+    ``variant`` is ``"hard"`` (unweighted), ``"hybrid"`` or ``"soft"`` (weighted);
+    ``soft_options`` go to :meth:`BlinkServer.soft`.
+    """
+
+    def __init__(self, epsilon: float, degree_share: float = 0.1, variant: str = "hybrid",
+                 seed: SeedLike = None, *, secure: bool = False,
+                 soft_options: dict[str, Any] | None = None) -> None:
+        if variant not in VARIANTS:
+            raise unknown_name("Blink variant", variant, VARIANTS)
+        self.client = BlinkClient(epsilon, degree_share)
+        self.variant = variant
+        self.soft_options = dict(soft_options or {})
+        super().__init__(seed, secure=secure)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.client.guarantee
+
+    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
+                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+        reports, noisy = self.client.simulate(u, v, num_nodes, rng)
+        server = BlinkServer(self.client.eps_a).fit(reports, noisy)
+        if self.variant == "hard":
+            est = server.hard()
+        elif self.variant == "hybrid":
+            est = server.hybrid()
+        else:
+            est = server.soft(**self.soft_options)
+        self.last_info = dict(est.info, reports=len(reports))
+        return est.edge_index()

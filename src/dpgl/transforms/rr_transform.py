@@ -1,0 +1,47 @@
+"""RRTransform: every user applies Warner's RR (:class:`dpgl.mechanisms.RR`) to her neighbor
+list; the server uses the reports as they are or symmetrizes them."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from dpgl.errors import unknown_name
+from dpgl.graph.symmetrize import POLICIES, symmetrize_pairs
+from dpgl.mechanisms.neighbor_list import edge_index_from_pairs
+from dpgl.mechanisms.rr import RR
+from dpgl.privacy import Guarantee
+from dpgl.rng import SeedLike
+from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
+
+__all__ = ["RRTransform"]
+
+
+class RRTransform(EdgeLDPTransform):
+    """PyG transform: every user applies :class:`RR`; the server uses the reports as they are
+    (``symmetrize="directed"``) or symmetrizes them with ``"or"`` / ``"and"``
+    (:mod:`dpgl.graph.symmetrize`)."""
+
+    def __init__(self, epsilon: float, symmetrize: str = "directed", seed: SeedLike = None, *,
+                 secure: bool = False) -> None:
+        if symmetrize not in POLICIES:
+            raise unknown_name("symmetrization policy", symmetrize, POLICIES)
+        self.mechanism = RR(epsilon)
+        self.symmetrize = symmetrize
+        super().__init__(seed, secure=secure)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.mechanism.guarantee
+
+    def _repr_args(self) -> dict[str, object]:
+        return {**super()._repr_args(), "symmetrize": self.symmetrize}
+
+    def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
+                 rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+        reports = self.mechanism.simulate(u, v, num_nodes, rng)
+        self.last_info = {"reports": len(reports)}
+        if self.symmetrize == "directed":
+            return reports.edge_index(), None
+        a, b = symmetrize_pairs(reports.user, reports.neighbor, num_nodes, self.symmetrize)
+        return edge_index_from_pairs(a, b)
