@@ -3,6 +3,11 @@ that says what is wrong and what is allowed; the CLI prints it without a traceba
 
 from __future__ import annotations
 
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any
+
 
 class DpglError(Exception):
     """Base class of all user-facing errors."""
@@ -30,6 +35,37 @@ class PrivacyError(DpglError, ValueError):
 
 class GraphError(DpglError, ValueError):
     """A malformed graph or neighbor list (self-loops, out-of-range ids, asymmetry, ...)."""
+
+
+class DpglDeprecationWarning(FutureWarning):
+    """An old name that still works for one release (shown by default, unlike
+    ``DeprecationWarning``, because users write these names in grids and on the command line)."""
+
+
+def renamed_kwargs(**renames: str | tuple[str, Callable[[Any], Any]]
+                   ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: keyword arguments under an old name (``old="new"`` or ``old=("new",
+    convert)``) still work for one release, with a :class:`DpglDeprecationWarning`."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            for old, spec in renames.items():
+                if old not in kwargs:
+                    continue
+                new, convert = (spec, None) if isinstance(spec, str) else spec
+                if new in kwargs:
+                    raise ConfigError(f"{old!r} is the old name of {new!r}: give only {new!r}")
+                value = kwargs.pop(old)
+                kwargs[new] = convert(value) if convert is not None else value
+                warnings.warn(f"argument {old!r} is now called {new!r}; the old name will be "
+                              "removed in the next release (docs/glossary.md)",
+                              DpglDeprecationWarning, stacklevel=2)
+            return fn(*args, **kwargs)
+
+        return inner
+
+    return wrap
 
 
 def unknown_name(kind: str, name: str, allowed: list[str] | tuple[str, ...]) -> ConfigError:

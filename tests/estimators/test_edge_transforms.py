@@ -35,7 +35,7 @@ FACTORIES = {
     "rr_or": (lambda s: RRTransform(3.0, symmetrize="or", seed=s), True, False),
     "symrr": (lambda s: SymRRTransform(3.0, seed=s), True, False),
     "dprr": (lambda s: DPRRTransform(3.0, seed=s), False, False),
-    "dprr_and_np": (lambda s: DPRRTransform(3.0, symmetrize="and", nonprivate_fraction=0.2,
+    "dprr_and_np": (lambda s: DPRRTransform(3.0, symmetrize="and", non_private_fraction=0.2,
                                             seed=s), True, False),
     "blink_hard": (lambda s: BlinkTransform(3.0, variant="hard", seed=s), True, False),
     "blink_hybrid": (lambda s: BlinkTransform(3.0, variant="hybrid", seed=s), True, True),

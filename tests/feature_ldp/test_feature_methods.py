@@ -54,17 +54,17 @@ def test_methods_are_registered() -> None:
 
 
 def test_lpgnn_accounting_and_determinism() -> None:
-    a = _run("lpgnn", 1.0, steps=2)
-    b = _run("lpgnn", 1.0, steps=2)
+    a = _run("lpgnn", 1.0, feature_steps=2)
+    b = _run("lpgnn", 1.0, feature_steps=2)
     assert a.metrics == b.metrics
     rep = a.privacy
     assert _eps(rep, "feature-LDP") == 1.0
     assert math.isinf(_eps(rep, "edge-LDP"))      # the server knows the graph
     assert math.isinf(_eps(rep, "label-LDP"))     # labels used as is by default
-    private_labels = _run("lpgnn", 1.0, steps=2, label_epsilon=2.0, label_steps=2)
+    private_labels = _run("lpgnn", 1.0, feature_steps=2, label_epsilon=2.0, label_steps=2)
     assert _eps(private_labels.privacy, "label-LDP") == 2.0
     assert private_labels.metrics != a.metrics
-    gauss = _run("lpgnn", 1.0, steps=2, feature_mechanism="gaussian")
+    gauss = _run("lpgnn", 1.0, feature_steps=2, feature_mechanism="gaussian")
     assert gauss.privacy["totals"]["feature-LDP"]["delta"] == pytest.approx(1e-4)
 
 

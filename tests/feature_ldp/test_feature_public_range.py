@@ -99,7 +99,7 @@ def test_continuous_features_need_a_public_range() -> None:
 
 def test_users_clip_themselves_and_the_count_is_a_diagnostic() -> None:
     r = execute_run(RunConfig(dataset="csbm", method="lpgnn", epsilon=1.0, seed=0,
-                              params={"epochs": 2, "steps": 1}))
+                              params={"epochs": 2, "feature_steps": 1}))
     assert r.diagnostics["feature_values_clipped"] > 0         # Gaussian tails beyond 3 sd
     assert "feature_values_clipped" not in r.info
     assert "generator" in r.info["feature_range"]

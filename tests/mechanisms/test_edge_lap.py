@@ -62,8 +62,8 @@ def test_budget_and_guarantee() -> None:
     assert full.eps1 == 0 and full.eps2 == 2.0 and list(full.parts()) == ["bits"]
     with pytest.raises(ConfigError, match="variant"):
         LocalLap(1.0, variant="lap")
-    with pytest.raises(PrivacyError, match="degree_fraction"):
-        LocalLap(1.0, degree_fraction=1.0)
+    with pytest.raises(PrivacyError, match="degree_share"):
+        LocalLap(1.0, degree_share=1.0)
 
 
 def test_per_user_report() -> None:

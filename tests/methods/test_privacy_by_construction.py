@@ -167,7 +167,7 @@ def test_stratified_splits_read_only_the_reported_labels(monkeypatch) -> None:
 
     monkeypatch.setattr(common, "random_node_split", spy)
     r = execute_run(RunConfig(dataset="csbm", method="lpgnn", epsilon=1.0, seed=0,
-                              params={"epochs": 2, "steps": 1, "stratify": True,
+                              params={"epochs": 2, "feature_steps": 1, "stratify": True,
                                       "label_epsilon": 0.5}))
     from dpgl.datasets import load_dataset
 
@@ -181,6 +181,6 @@ def test_private_data_diagnostics_are_stored_apart() -> None:
                               params={"epochs": 2}))
     assert "true_edges" in r.diagnostics and "true_edges" not in r.info
     lp = execute_run(RunConfig(dataset="csbm", method="lpgnn", epsilon=1.0, seed=0,
-                               params={"epochs": 2, "steps": 1, "label_epsilon": 1.0}))
+                               params={"epochs": 2, "feature_steps": 1, "label_epsilon": 1.0}))
     assert "label_noise_rate_train" in lp.diagnostics
     assert "label_noise_rate_train" not in lp.info

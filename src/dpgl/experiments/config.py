@@ -226,6 +226,18 @@ class RunConfig(_Model):
             return int(v)
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _current_names(cls, data: Any) -> Any:
+        """Old parameter names become the current ones (with a warning; docs/glossary.md), so
+        that a run has one key whichever name its configuration used."""
+        if isinstance(data, Mapping) and isinstance(data.get("params"), Mapping) \
+                and data["params"]:
+            model = _params_model(str(data.get("method", "none")), str(data.get("task", "node")))
+            if model is not None:
+                data = {**data, "params": model.canonical(data["params"])}
+        return data
+
     @field_validator("params", mode="before")
     @classmethod
     def _params(cls, v: Any) -> Any:
@@ -277,6 +289,17 @@ class RunConfig(_Model):
         if not isinstance(other, RunConfig):
             return NotImplemented
         return self.key() == other.key()
+
+
+def _params_model(method: str, task: str) -> Any:
+    """The parameter model of a registered method and task (None when either is unknown: the
+    run's validation reports that with the list of names)."""
+    from dpgl.methods import get_method
+
+    try:
+        return get_method(method).params_model(task)
+    except (ConfigError, KeyError):
+        return None
 
 
 def _float_map(v: Any, field: str) -> dict[str, float]:

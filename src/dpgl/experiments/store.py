@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+import warnings
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,10 +24,12 @@ from typing import Any
 import pandas as pd
 
 import dpgl
-from dpgl.errors import ConfigError
+from dpgl.errors import ConfigError, DpglDeprecationWarning
 from dpgl.experiments.config import RunConfig, RunResult, canonical_json
 
-SCHEMA_VERSION = 2
+#: 1: first; 2: evaluation-only diagnostics stored apart; 3: old parameter names renamed in the
+#: stored configurations (and their keys recomputed), see docs/glossary.md.
+SCHEMA_VERSION = 3
 
 _COLUMNS = (
     "key", "hparam_key", "grid", "task", "dataset", "method", "model", "epsilon", "seed",
@@ -128,11 +131,35 @@ class RunStore:
                 )
             for statement in statements[1:]:
                 self._conn.execute(statement)
+            if version < 3:
+                self._rename_old_params()
             self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._conn.execute("COMMIT")
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
+
+    def _rename_old_params(self) -> None:
+        """Version 3: stored configurations that use an old parameter name get the current
+        one and the key it gives (the run is the same; its results are unchanged). A row
+        whose renamed key is already stored is a duplicate of that run and is dropped."""
+        rows = self._conn.execute("SELECT key, config_json FROM runs").fetchall()
+        for key, text in rows:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DpglDeprecationWarning)
+                    config = RunConfig(**json.loads(text))
+            except (ConfigError, ValueError, TypeError):
+                continue  # not ours to judge here: reading the row reports it
+            new = config.key()
+            if new == key:
+                continue
+            if self._conn.execute("SELECT 1 FROM runs WHERE key = ?", (new,)).fetchone():
+                self._conn.execute("DELETE FROM runs WHERE key = ?", (key,))
+            else:
+                self._conn.execute("UPDATE runs SET key = ?, hparam_key = ?, config_json = ? "
+                                   "WHERE key = ?", (new, config.hparam_key(), config.to_json(),
+                                                     key))
 
     # ----------------------------------------------------------------------------------
     # context manager

@@ -102,11 +102,11 @@ def dprr_sampling_probability(noisy_degree: object, num_nodes: int,
     return np.clip(q, 0.0, 1.0)
 
 
-def draw_private_mask(num_nodes: int, nonprivate_fraction: float,
+def draw_private_mask(num_nodes: int, non_private_fraction: float,
                       rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random mask with round(nonprivate_fraction * n) non-private users (False)."""
+    """A uniformly random mask with round(non_private_fraction * n) non-private users (False)."""
     n = check_num_nodes(num_nodes)
-    frac = check_fraction(nonprivate_fraction, "nonprivate_fraction")
+    frac = check_fraction(non_private_fraction, "non_private_fraction")
     mask = np.ones(n, dtype=bool)
     k = round(frac * n)
     if k:

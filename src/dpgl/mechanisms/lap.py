@@ -6,7 +6,7 @@ and, in the LocalLap variant, a noisy degree d_i + Z, Z discrete Laplace with ra
 (sensitivity 1; the exact integer sampler, so the released integer is safe from
 floating-point attacks). Each part charges the active accountant when it is drawn:
 
-* ``variant="locallap"`` (DPRR's LocalLap baseline): eps1 = ``degree_fraction`` * eps
+* ``variant="locallap"`` (DPRR's LocalLap baseline): eps1 = ``degree_share`` * eps
   (1/10 by default), eps2 = eps - eps1; the server keeps T = round(sum_i d~_i / 2) pairs.
 * ``variant="ldpgcn"`` (L-DpGCN, the local version of DpGCN / LapGraph as Blink runs it):
   eps2 = eps, no degree; T = round(sum_{i != j} a_ij / 2).
@@ -154,18 +154,18 @@ class LocalLap(Randomizer):
     """
 
     def __init__(self, epsilon: float, *, variant: str = "locallap",
-                 degree_fraction: float = 0.1, secure: bool = False) -> None:
+                 degree_share: float = 0.1, secure: bool = False) -> None:
         self.epsilon = check_epsilon(epsilon)
         if variant not in VARIANTS:
             raise unknown_name("Laplace-bits variant", variant, VARIANTS)
         self.variant = variant
         if variant == "locallap":
-            self.degree_fraction = check_fraction(degree_fraction, "degree_fraction",
+            self.degree_share = check_fraction(degree_share, "degree_share",
                                                   low_open=True, high_open=True)
         else:
-            self.degree_fraction = 0.0
+            self.degree_share = 0.0
         self.label = f"neighbor lists: {variant}"
-        eps2 = self.epsilon - self.degree_fraction * self.epsilon
+        eps2 = self.epsilon - self.degree_share * self.epsilon
         # secure: the device's real-valued bits are released through Mironov's snapping
         # mechanism, clamped to the public [-B, B] with B = 1 + 50 / eps2 (the clamp binds
         # with probability < e^-50 per bit)
@@ -174,7 +174,7 @@ class LocalLap(Randomizer):
                                      bound=(1.0 + 50.0 / eps2) if secure else None)
         self.degree: DiscreteLaplace | None = None
         if variant == "locallap":
-            self.degree = DiscreteLaplace(self.degree_fraction * self.epsilon, 1, Unit.EDGE_LDP,
+            self.degree = DiscreteLaplace(self.degree_share * self.epsilon, 1, Unit.EDGE_LDP,
                                           label="noisy degree (eps1)")
 
     @property
@@ -240,7 +240,7 @@ class LocalLap(Randomizer):
     def _repr_args(self) -> dict[str, object]:
         out: dict[str, object] = {"epsilon": self.epsilon, "variant": self.variant}
         if self.degree is not None:
-            out["degree_fraction"] = self.degree_fraction
+            out["degree_share"] = self.degree_share
         return out
 
 

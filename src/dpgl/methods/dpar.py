@@ -72,7 +72,7 @@ from dpgl.errors import ConfigError
 from dpgl.graph.ppr import adjacency, ista_ppr, ppr_power_iteration_logits
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.features_dpsgd import public_subsample_size
-from dpgl.methods.params import NodeDPParams, Params
+from dpgl.methods.params import NodeDPParams, Params, Renamed
 from dpgl.nn.decoupled import DecoupledMLP, dpar_example_loss
 from dpgl.privacy import (
     Accountant,
@@ -93,11 +93,13 @@ __all__ = ["DPARParams", "run_dpar", "train_dpar"]
 class DPARParams(NodeDPParams):
     """DPAR hyper-parameters (paper Sec. 5 defaults)."""
 
+    renamed: ClassVar[dict[str, Renamed]] = {"alpha": Renamed("teleport")}
+
     epochs: int = Field(200, ge=1)
     subsample: float = Field(0.09, gt=0, le=1)           # q'
     num_sources: int = Field(70, ge=1)                     # M
     k: int = Field(2, ge=1)                                # top-K
-    alpha: float = Field(0.25, gt=0, lt=1)
+    teleport: float = Field(0.25, gt=0, lt=1)              # alpha of PPR (Eq. 1)
     rho: float = Field(1e-4, ge=0)
     ista_tol: float = Field(1e-4, ge=0)
     prop_steps: int = Field(2, ge=0)                       # P (inference)
@@ -168,7 +170,7 @@ def _appr(sub: object, ids: np.ndarray, universe: int, sources: np.ndarray, p: D
     present = (pos < ids.size) & (ids[np.minimum(pos, ids.size - 1)] == sources)
     out = sp.lil_matrix((sources.size, universe))
     if present.any():
-        local = ista_ppr(adj, pos[present], p.alpha, rho=p.rho, tol=p.ista_tol).tocoo()
+        local = ista_ppr(adj, pos[present], p.teleport, rho=p.rho, tol=p.ista_tol).tocoo()
         rows = np.flatnonzero(present)[local.row]
         out = sp.csr_matrix((local.data, (rows, ids[local.col])),
                             shape=(sources.size, universe))
@@ -422,7 +424,7 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     with torch.no_grad():
         local = model(ind.test.x)
     test_adj = adjacency(ind.test.edge_index, int(ind.test.num_nodes), self_loops=True)
-    logits = ppr_power_iteration_logits(test_adj, local, p.alpha, p.prop_steps)
+    logits = ppr_power_iteration_logits(test_adj, local, p.teleport, p.prop_steps)
     metrics = evaluate_logits(logits, ind.test.y, ind.val_idx, ind.test_idx, ind.num_classes)
     return MethodOutput(metrics, info, diag)
 

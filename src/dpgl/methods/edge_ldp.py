@@ -24,7 +24,7 @@ from pydantic import Field
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
 from dpgl.methods.graph_ldp import DPRRGraph, GraphLDPParams, RRGraph, customized_setting
-from dpgl.methods.params import NodeParams, Params
+from dpgl.methods.params import NodeParams, Params, Renamed, complement
 from dpgl.nn import PreparedGraph
 from dpgl.privacy import Unit
 from dpgl.transforms import (
@@ -45,7 +45,9 @@ class RRParams(NodeParams):
 
 
 class DPRRParams(NodeParams):
-    alpha: float = Field(0.9, gt=0, lt=1)
+    renamed: ClassVar[dict[str, Renamed]] = {"alpha": Renamed("degree_share", complement)}
+
+    degree_share: float = Field(0.1, gt=0, lt=1)  # 1 - alpha of DPRR's Eq. 8
     allocation: Literal["eq8", "split"] = "eq8"
     symmetrize: Symmetrize = "directed"
     non_private_fraction: float = Field(0.0, ge=0, lt=1)
@@ -129,8 +131,9 @@ class DPRRMethod(EdgeLDPMethod):
     name = "dprr"
     tasks = ("node", "graph")
     summary = "degree-preserving RR: Laplace degree + RR + edge sampling (Hidano & Murakami)"
-    budget_split = ("eps1 = max(sqrt(8/(n_max-1)), (1-alpha) eps) to the Laplace degree "
-                    "(Eq. 8; allocation='split': (1-alpha) eps), the rest to RR")
+    budget_split = ("eps1 = max(sqrt(8/(n_max-1)), degree_share eps) to the Laplace degree "
+                    "(Eq. 8 with alpha = 1 - degree_share; allocation='split': degree_share "
+                    "eps), the rest to RR")
 
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": DPRRParams,
                                                           "graph": GraphLDPParams}
@@ -140,8 +143,9 @@ class DPRRMethod(EdgeLDPMethod):
         p = ctx.params
         assert ctx.epsilon is not None and isinstance(p, DPRRParams)
         n = int(ctx.dataset.num_nodes)
-        return DPRRTransform(ctx.epsilon, n_max=n, alpha=p.alpha, allocation=p.allocation,
-                             symmetrize=p.symmetrize, nonprivate_fraction=p.non_private_fraction,
+        return DPRRTransform(ctx.epsilon, n_max=n, degree_share=p.degree_share,
+                             allocation=p.allocation, symmetrize=p.symmetrize,
+                             non_private_fraction=p.non_private_fraction,
                              seed=seed)
 
 

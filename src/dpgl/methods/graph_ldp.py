@@ -7,7 +7,7 @@ neighbor list once and the server trains GIN-0 (Sec. 5.1) on the noisy graphs. M
 
 * ``dprr``: DPRR (noisy degree with eps1, RR with eps2, edge sampling; Eq. 8 budget
   allocation with n_max = the largest graph of the dataset unless ``n_max`` is given, or the
-  plain split eps1 = (1 - alpha) eps);
+  plain split eps1 = ``degree_share`` eps; the paper's alpha is 1 - ``degree_share``);
 * ``rr``: Warner's RR with eps on every bit;
 * ``locallap``: Laplace noise on every bit (eps2 = 9 eps / 10) + noisy degree
   (eps1 = eps / 10), server keeps the top T = sum(noisy degrees) / 2 pairs;
@@ -68,7 +68,7 @@ from dpgl.methods.base import (
     list_methods,
     register,
 )
-from dpgl.methods.params import GraphParams, Params
+from dpgl.methods.params import GraphParams, Params, Renamed, complement
 from dpgl.privacy import Unit, current_accountant
 from dpgl.privacy.randomizer import record_nonprivate
 from dpgl.rng import spawn
@@ -98,11 +98,16 @@ def customized_setting(params: Params) -> set[Unit]:
 class GraphLDPParams(GraphParams):
     """GIN-0 hyper-parameters (:class:`GraphParams`) + the DPRR paper's options."""
 
+    renamed: ClassVar[dict[str, Renamed]] = {
+        "alpha": Renamed("degree_share", complement),  # DPRR's Eq. 8 alpha (RR's share)
+        "degree_fraction": Renamed("degree_share"),  # LocalLap's
+    }
+
     non_private_fraction: float = Field(0.0, ge=0, lt=1)  # lambda (customized setting)
-    alpha: float = Field(0.9, gt=0, lt=1)  # DPRR: share of eps for RR in Eq. 8
+    #: the share of eps for the noisy degree: DPRR's 1 - alpha (Eq. 8), LocalLap's eps1 / eps
+    degree_share: float = Field(0.1, gt=0, lt=1)
     allocation: Literal["eq8", "split"] = "eq8"
     n_max: int | None = Field(None, ge=2)  # DPRR Eq. 8 (None: largest graph of the dataset)
-    degree_fraction: float = Field(0.1, gt=0, lt=1)  # LocalLap: eps1 = degree_fraction * eps
     symmetrize: Literal["directed", "or", "and"] = "directed"
     poison: Literal["none", "all-ones", "random", "custom"] = "none"
     poison_fraction: float = Field(0.0, ge=0, le=0.5)  # beta
@@ -229,7 +234,7 @@ class DPRRGraph(GraphRandomizer):
                  n_max: int | None = None) -> None:
         super().__init__(epsilon, params, n_max=n_max)
         assert epsilon is not None
-        self.dprr = DPRR(epsilon, n_max=params.n_max or n_max, alpha=params.alpha,
+        self.dprr = DPRR(epsilon, n_max=params.n_max or n_max, alpha=1.0 - params.degree_share,
                          allocation=params.allocation)
 
     @property
@@ -282,14 +287,14 @@ class RRGraph(GraphRandomizer):
 
 class LocalLapGraph(GraphRandomizer):
     """LocalLap (DPRR paper baseline): Laplace noise on every bit + noisy degree
-    (eps1 = ``degree_fraction`` eps); the server keeps the top T = sum(noisy degrees) / 2
+    (eps1 = ``degree_share`` eps); the server keeps the top T = sum(noisy degrees) / 2
     pairs among the private users, plus every true edge at a non-private user."""
 
     def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
                  n_max: int | None = None) -> None:
         super().__init__(epsilon, params, n_max=n_max)
         assert epsilon is not None
-        self.lap = LocalLap(epsilon, variant="locallap", degree_fraction=params.degree_fraction)
+        self.lap = LocalLap(epsilon, variant="locallap", degree_share=params.degree_share)
 
     def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
                 rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
@@ -506,7 +511,7 @@ class LocalLapGraphMethod(_GraphOnly):
     graph_randomizer = LocalLapGraph
     private = True
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
-    budget_split = "degree_fraction to the noisy degree, the rest to Laplace noise on every bit"
+    budget_split = "degree_share to the noisy degree, the rest to Laplace noise on every bit"
     summary = ("LocalLap (DPRR paper baseline): Laplace on every bit + noisy degree "
                "(eps/10), top-T server; graph classification with GIN-0")
 

@@ -26,7 +26,7 @@ from dpgl.mechanisms.features import public_feature_range
 from dpgl.mechanisms.labels import LabelRR
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
-from dpgl.methods.params import NodeParams, Params
+from dpgl.methods.params import NodeParams, Params, Renamed
 from dpgl.nn import PreparedGraph
 from dpgl.nn.kprop import (
     KPropGNN,
@@ -44,6 +44,9 @@ from dpgl.transforms import CollectFeatures, CollectLabels
 class LpgnnParams(NodeParams):
     """LPGNN options (defaults: LPGNN Sec. 5.1 / Table 2 style architecture)."""
 
+    renamed: ClassVar[dict[str, Renamed]] = {"steps": Renamed("feature_steps"),
+                                             "gaussian_delta": Renamed("delta")}
+
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
     batch_norm: bool = True
     weight_decay: float = Field(1e-3, ge=0)
@@ -51,12 +54,12 @@ class LpgnnParams(NodeParams):
     patience: int | None = Field(100, ge=1)
     feature_mechanism: Literal["multibit", "1bit", "gaussian", "laplace"] = "multibit"
     m: int | Literal["best", "max"] = "best"
-    gaussian_delta: float = Field(1e-4, gt=0, lt=1)
+    delta: float = Field(1e-4, gt=0, lt=1)  # the Gaussian mechanism's feature-LDP delta
     #: the public range [alpha, beta] of the feature values (LPGNN Sec. 3); default: the
     #: dataset's own public range ([0, 1] for binary features)
     feature_low: float | None = None
     feature_high: float | None = None
-    steps: int = Field(4, ge=0, le=256)        # K of KProp on the features
+    feature_steps: int = Field(4, ge=0, le=256)  # K of KProp on the features
     aggregator: Literal["gcn", "mean"] = "gcn"
     self_loops: bool = False
     label_epsilon: float | None = Field(None, gt=0)
@@ -124,7 +127,7 @@ class LPGNN(Method):
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": LpgnnParams}
     budgets: ClassVar[dict[Unit, str]] = {Unit.FEATURE_LDP: "epsilon",
                                           Unit.LABEL_LDP: "label_epsilon"}
-    deltas: ClassVar[dict[Unit, str]] = {Unit.FEATURE_LDP: "gaussian_delta"}
+    deltas: ClassVar[dict[Unit, str]] = {Unit.FEATURE_LDP: "delta"}
     budget_split = ("all of epsilon to each user's feature report; labels: label_epsilon "
                     "(k-RR) if set, else used as is; the graph is known to the server")
 
@@ -142,7 +145,7 @@ class LPGNN(Method):
                              Unit.EDGE_LDP)
         frange = public_feature_range(data, p.feature_low, p.feature_high)
         collector = CollectFeatures(ctx.epsilon, p.feature_mechanism, feature_range=frange,
-                                    m=p.m, delta=p.gaussian_delta, seed=feat_rng)
+                                    m=p.m, delta=p.delta, seed=feat_rng)
         x_noisy = collector(data).x  # every user's report; the randomizer charges
         d = int(x_noisy.size(1))
         rand = collector.randomizer_for(d)
@@ -151,7 +154,7 @@ class LPGNN(Method):
         adj = kprop_matrix(data.edge_index, n, aggregator=p.aggregator,
                            self_loops=p.self_loops, operator=factorized)
         center = frange.center  # the reports' centre (alpha + beta) / 2
-        xk = centred_sparse(x_noisy, center) if factorized else kprop(x_noisy, adj, p.steps)
+        xk = centred_sparse(x_noisy, center) if factorized else kprop(x_noisy, adj, p.feature_steps)
         y_eval, targets, head, diag = label_targets(
             data.y, y_noisy, label_mech, split, data.edge_index, n, denoise=p.label_denoise,
             steps=p.label_steps, forward_correction=p.forward_correction)
@@ -160,7 +163,8 @@ class LPGNN(Method):
             net: torch.nn.Module = KPropGNN(d, num_classes, hidden=p.hidden, dropout=p.dropout,
                                             activation=p.activation, batch_norm=p.batch_norm,
                                             second_layer=ctx.model,
-                                            propagate=(adj, p.steps) if factorized else None,
+                                            propagate=(adj, p.feature_steps) if factorized
+                                            else None,
                                             center=center)
         if head is not None:
             net = LabelPropagationHead(net, *head)
@@ -172,7 +176,7 @@ class LPGNN(Method):
             seed=int(ctx.rng.integers(2**31)), train_targets=targets)
         info = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
                 "train_seconds": result.seconds, "feature_m": rand.m,
-                "feature_mechanism": p.feature_mechanism, "steps": p.steps,
+                "feature_mechanism": p.feature_mechanism, "steps": p.feature_steps,
                 "factorized_propagation": factorized, "feature_range": str(frange)}
         diag["feature_values_clipped"] = collector.clipped
         return MethodOutput(result.metrics, info, diag)

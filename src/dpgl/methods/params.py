@@ -4,22 +4,67 @@ their own options."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dpgl.errors import ConfigError
+from dpgl.errors import ConfigError, DpglDeprecationWarning
 from dpgl.nn.gin import GIN
 from dpgl.train.graph import GraphTrainConfig
 
 
+class Renamed(NamedTuple):
+    """An old parameter name's new name, and how an old value becomes a new one (None: as is).
+    The glossary (docs/glossary.md) lists every renamed parameter."""
+
+    new: str
+    convert: Callable[[Any], Any] | None = None
+
+
+def complement(value: Any) -> Any:
+    """``1 - value``: an old share of the other part of a two-part budget split."""
+    return 1.0 - float(value) if isinstance(value, (int, float)) else value
+
+
 class Params(BaseModel):
-    """Base: frozen, unknown keys refused."""
+    """Base: frozen, unknown keys refused. :attr:`renamed` names still accepted for one
+    release, with a :class:`~dpgl.errors.DpglDeprecationWarning`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    #: old name -> its :class:`Renamed` (inherited: a subclass adds its own)
+    renamed: ClassVar[dict[str, Renamed]] = {}
+
+    @classmethod
+    def canonical(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """``data`` with every old parameter name replaced by its new one (a warning each);
+        only the given names, no defaults, so that a run's key does not depend on which name
+        a configuration used. Giving an old name and its new name together is an error."""
+        out = dict(data)
+        for old, (new, convert) in cls.renamed.items():
+            if old not in out:
+                continue
+            if new in out:
+                raise ConfigError(f"parameter {old!r} is the old name of {new!r}: give only "
+                                  f"{new!r}")
+            value = out.pop(old)
+            out[new] = convert(value) if convert is not None else value
+            how = " (new = 1 - old)" if convert is complement else ""
+            warnings.warn(f"parameter {old!r} is now called {new!r}{how}; the old name will be "
+                          "removed in the next release (docs/glossary.md)",
+                          DpglDeprecationWarning, stacklevel=3)
+        return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return cls.canonical(data) if isinstance(data, Mapping) else data
+
     @classmethod
     def parse(cls, data: dict[str, Any], method: str) -> Params:
+        data = cls.canonical(data)
         try:
             return cls.model_validate(data)
         except ValidationError as e:

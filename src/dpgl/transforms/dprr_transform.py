@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dpgl.errors import unknown_name
+from dpgl.errors import renamed_kwargs, unknown_name
 from dpgl.estimators.dprr import dprr_graph
 from dpgl.graph.symmetrize import POLICIES
 from dpgl.mechanisms.dprr import DPRR, draw_private_mask
@@ -19,22 +19,33 @@ __all__ = ["DPRRTransform"]
 class DPRRTransform(EdgeLDPTransform):
     """PyG transform: DPRR users + the as-is server.
 
-    ``nonprivate_fraction`` of the users (drawn at random on each call) send their true lists
-    and have no protection; the guarantee below is that of the private users.
+    ``degree_share`` is the share of epsilon for the noisy degree (1 - alpha of the paper's
+    Eq. 8). ``non_private_fraction`` of the users (drawn at random on each call) send their
+    true lists and have no protection; the guarantee below is that of the private users.
     """
 
-    def __init__(self, epsilon: float, *, n_max: int | None = None, alpha: float = 0.9,
+    @renamed_kwargs(alpha=("degree_share", lambda a: 1.0 - a),
+                    nonprivate_fraction="non_private_fraction")
+    def __init__(self, epsilon: float, *, n_max: int | None = None, degree_share: float = 0.1,
                  allocation: str = "eq8", symmetrize: str = "directed",
-                 nonprivate_fraction: float = 0.0, seed: SeedLike = None,
+                 non_private_fraction: float = 0.0, seed: SeedLike = None,
                  secure: bool = False) -> None:
         if symmetrize not in POLICIES:
             raise unknown_name("symmetrization policy", symmetrize, POLICIES)
-        self.mechanism = DPRR(epsilon, n_max=n_max, alpha=alpha, allocation=allocation,
+        share = check_fraction(degree_share, "degree_share", low_open=True, high_open=True)
+        self.mechanism = DPRR(epsilon, n_max=n_max, alpha=1.0 - share, allocation=allocation,
                               secure=secure)
+        self.degree_share = share
         self.symmetrize = symmetrize
-        self.nonprivate_fraction = check_fraction(nonprivate_fraction, "nonprivate_fraction",
-                                                  high_open=True)
+        self.non_private_fraction = check_fraction(non_private_fraction,
+                                                   "non_private_fraction", high_open=True)
         super().__init__(seed, secure=secure)
+
+    def _repr_args(self) -> dict[str, object]:
+        args = dict(self.mechanism._repr_args())
+        args.pop("alpha")
+        return {**args, "degree_share": self.degree_share, "symmetrize": self.symmetrize,
+                "non_private_fraction": self.non_private_fraction}
 
     @property
     def guarantee(self) -> Guarantee:
@@ -44,8 +55,8 @@ class DPRRTransform(EdgeLDPTransform):
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
         mask = None
-        if self.nonprivate_fraction > 0:
-            mask = draw_private_mask(num_nodes, self.nonprivate_fraction, rng)
+        if self.non_private_fraction > 0:
+            mask = draw_private_mask(num_nodes, self.non_private_fraction, rng)
         reports, _noisy = self.mechanism.simulate(u, v, num_nodes, rng, private_mask=mask)
         eps1, eps2 = self.mechanism.budget(num_nodes)
         self.last_info = {"reports": len(reports), "eps1": eps1, "eps2": eps2}

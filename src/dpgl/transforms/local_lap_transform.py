@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from dpgl.errors import renamed_kwargs
 from dpgl.estimators.toptt import simulate_top_t
 from dpgl.mechanisms.lap import LocalLap
 from dpgl.mechanisms.neighbor_list import edge_index_from_pairs
@@ -19,10 +20,11 @@ __all__ = ["LocalLapTransform"]
 class LocalLapTransform(EdgeLDPTransform):
     """PyG transform: Laplace bits (``variant="locallap"`` or ``"ldpgcn"``) + top-T server."""
 
+    @renamed_kwargs(degree_fraction="degree_share")
     def __init__(self, epsilon: float, *, variant: str = "locallap",
-                 degree_fraction: float = 0.1, seed: SeedLike = None,
+                 degree_share: float = 0.1, seed: SeedLike = None,
                  secure: bool = False) -> None:
-        self.mechanism = LocalLap(epsilon, variant=variant, degree_fraction=degree_fraction,
+        self.mechanism = LocalLap(epsilon, variant=variant, degree_share=degree_share,
                                   secure=secure)
         super().__init__(seed, secure=secure)
 
