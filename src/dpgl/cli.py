@@ -319,17 +319,31 @@ def reproduce(
     ] = None,
     data_dir: DataDir = None,
     list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="Run only this dataset's runs (repeatable) and write no "
+                     "report: several processes can fill one store; then --report-only."),
+    ] = None,
+    report_only: Annotated[
+        bool, typer.Option("--report-only", help="Run nothing: rewrite the README, tables and "
+                           "plots from the stored runs (runs.sqlite, else runs.jsonl).")
+    ] = False,
+    threads: Annotated[
+        int | None, typer.Option("--threads", min=1, help="torch threads per run (default: "
+                                 "the reproduction's spec.yaml, 1 where it says so).")
+    ] = None,
 ) -> None:
     """Regenerate a paper's tables and plots (resumable: finished runs are reused)."""
     from dpgl.experiments import reproductions
 
     if list_ or not name:
-        for key, module in sorted(reproductions.available().items()):
-            out.print(f"{key}: {module.SUMMARY}")
+        for key, repro in sorted(reproductions.available().items()):
+            out.print(f"{key}: {repro.summary}")
         return
-    module = reproductions.get(name)
+    repro = reproductions.get(name)
     target = out_dir or Path("results") / name
-    for p in module.run(target, quick=quick, data_dir=data_dir, console=out):
+    for p in repro.run(target, quick=quick, data_dir=data_dir, console=out,
+                       only=tuple(only or ()), report_only=report_only, threads=threads):
         out.print(f"wrote {p}")
 
 

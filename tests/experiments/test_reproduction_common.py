@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dpgl.experiments.reproductions._common import save_timings
+from dpgl.experiments.reproductions._spec import save_timings
 
 
 def test_timings_accumulate_over_resumed_invocations(tmp_path: Path) -> None:

@@ -55,11 +55,14 @@ NameValidator = Callable[[str], Any] | Iterable[str]
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads ``1e-3`` as a float (YAML 1.2) and refuses duplicate keys."""
+    """SafeLoader that reads ``1e-3`` as a float (YAML 1.2) and refuses duplicate keys (merge
+    keys ``<<: *anchor`` are allowed)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` (merged, then overridden, by SafeLoader)
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
             if isinstance(key, (str, int, float, bool)) or key is None:
                 if key in seen:

@@ -24,8 +24,10 @@ class Renamed(NamedTuple):
 
 
 def complement(value: Any) -> Any:
-    """``1 - value``: an old share of the other part of a two-part budget split."""
-    return 1.0 - float(value) if isinstance(value, (int, float)) else value
+    """``1 - value`` (rounded to 12 decimals, so that an old ``alpha = 0.7`` is the
+    ``degree_share = 0.3`` a new configuration writes, and 1 - 0.3 gives back 0.7 exactly):
+    an old share of the other part of a two-part budget split."""
+    return round(1.0 - float(value), 12) if isinstance(value, (int, float)) else value
 
 
 class Params(BaseModel):

@@ -1,34 +1,32 @@
-"""Paper reproductions, one module each, run by ``dpgl reproduce NAME [--quick]``.
+"""Paper reproductions, run by ``dpgl reproduce NAME [--quick]``.
 
-A reproduction module defines ``NAME`` (the command name), ``SUMMARY`` (one line) and
-``run(out_dir: Path, *, quick: bool, data_dir: Path | None, console) -> list[Path]``, which
-runs its grid(s) through the resumable runner (store in ``out_dir``), writes tables, plots and
-a ``README.md`` (command, date, measured numbers, paper numbers, gaps explained) into
-``out_dir`` and returns the written paths. Modules are discovered automatically.
+Each reproduction is a sub-package holding its specification as data (``spec.yaml`` with the
+grids of each protocol, ``paper.csv`` with the paper's numbers, ``README.md.j2``) and a small
+hook (its ``__init__``) for what is specific to the paper; :mod:`._spec` runs and reports
+every reproduction the same way (``docs/reproductions.md``). Packages with a ``spec.yaml`` are
+discovered automatically.
 """
 
 from __future__ import annotations
 
-import importlib
 import pkgutil
-from types import ModuleType
+from pathlib import Path
 
 from dpgl.errors import unknown_name
+from dpgl.experiments.reproductions._spec import Reproduction
 
 
-def available() -> dict[str, ModuleType]:
-    """Reproduction name -> module."""
-    found: dict[str, ModuleType] = {}
+def available() -> dict[str, Reproduction]:
+    """Reproduction name -> reproduction."""
+    found: dict[str, Reproduction] = {}
     for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(module, "NAME") and hasattr(module, "run"):
-            found[module.NAME] = module
+        if info.ispkg and (Path(__path__[0]) / info.name / "spec.yaml").exists():
+            repro = Reproduction(f"{__name__}.{info.name}")
+            found[repro.name] = repro
     return found
 
 
-def get(name: str) -> ModuleType:
+def get(name: str) -> Reproduction:
     repros = available()
     if name not in repros:
         raise unknown_name("reproduction", name, list(repros))

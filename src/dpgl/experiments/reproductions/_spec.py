@@ -1,0 +1,220 @@
+"""A reproduction as data (see ``docs/reproductions.md``).
+
+A reproduction is a package ``reproductions/<name>/`` holding
+
+* ``spec.yaml``: ``name``, ``summary``, ``threads`` (torch intra-op threads of the runs;
+  ``dpgl reproduce --threads`` overrides), ``timings`` (keep ``timings.json``), ``settings``
+  (free data for the hook) and ``protocols: {quick: [...], full: [...]}``, each an ordered
+  list of steps ``{label, grids: [...]}`` (a grid is a mapping in the ``dpgl run`` format or
+  the name of a YAML file next to the spec) or ``{label, measure: <hook function>}`` (a
+  computation without training); ``extra`` lists grids whose stored runs are reported but
+  never run;
+* ``paper.csv`` (optional): the paper's reference numbers;
+* ``README.md.j2``: the README template (Jinja2);
+* ``__init__.py``: the hook, ``report(ctx) -> dict`` (tables and plots from the runs; the
+  dict goes to the template) and optionally ``prepare(config) -> config``.
+
+Outputs go to ``out_dir``: the run store ``runs.sqlite`` (git-ignored), its export
+``runs.jsonl`` (committed; the report reads it, so a clean checkout regenerates every table and
+the README byte-identically), tables, plots and ``README.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+
+from dpgl.experiments.config import RunConfig
+from dpgl.experiments.grid import GridSpec, _read_yaml, load_grid
+from dpgl.experiments.reproductions._tables import Runs, render_readme
+from dpgl.methods import get_method
+
+
+def is_private(name: str) -> bool:
+    """Whether method ``name`` takes an epsilon (the grid-expansion predicate)."""
+    return bool(get_method(name).private)
+
+
+@dataclass
+class Step:
+    label: str
+    grids: list[GridSpec] = field(default_factory=list)
+    measure: str | None = None
+
+
+@dataclass
+class Context:
+    """What a hook's ``report`` gets: the reproduction, the protocol, the output directory and
+    the stored runs (``None`` when neither a store nor an export exists)."""
+
+    repro: Reproduction
+    quick: bool
+    out_dir: Path
+    runs: Runs | None
+
+    def frame(self, configs: list[RunConfig]) -> pd.DataFrame:
+        """The stored runs of exactly these configurations (empty frame without runs)."""
+        return self.runs.frame(configs) if self.runs is not None else pd.DataFrame()
+
+    def path(self, name: str) -> Path:
+        return self.out_dir / name
+
+    def completeness(self) -> list[tuple[str, int, int]]:
+        """(step label, runs stored, runs planned) of every step that runs grids."""
+        out = []
+        for step in self.repro.steps(self.quick):
+            if step.grids:
+                configs = {c.key(): c for g in step.grids for c in self.repro.expand(g)}
+                done = self.runs.count(configs.values()) if self.runs is not None else 0
+                out.append((step.label, done, len(configs)))
+        return out
+
+
+class Reproduction:
+    """One reproduction, loaded from its package directory."""
+
+    def __init__(self, package: str) -> None:
+        self.hooks: ModuleType = importlib.import_module(package)
+        self.dir = Path(self.hooks.__file__ or "").parent
+        spec = _read_yaml(self.dir / "spec.yaml")
+        self.name: str = spec["name"]
+        self.summary: str = spec["summary"]
+        self.threads: int | None = spec.get("threads")
+        self.keep_timings: bool = bool(spec.get("timings", False))
+        self.settings: dict[str, Any] = spec.get("settings", {})
+        self._protocols: dict[str, list[dict[str, Any]]] = spec["protocols"]
+        self._extra: dict[str, list[Any]] = spec.get("extra", {})
+
+    # ------------------------------------------------------------------------- grids
+
+    def _grid(self, g: Any) -> GridSpec:
+        if isinstance(g, str):
+            return load_grid(self.dir / g)
+        return GridSpec.from_dict(g, source=f"{self.name}/spec.yaml: {g.get('name', 'grid')}")
+
+    def steps(self, quick: bool) -> list[Step]:
+        return [Step(s["label"], [self._grid(g) for g in s.get("grids", [])], s.get("measure"))
+                for s in self._protocols["quick" if quick else "full"]]
+
+    def expand(self, grid: GridSpec) -> list[RunConfig]:
+        prepare = getattr(self.hooks, "prepare", None)
+        configs = grid.expand(is_private)
+        return [prepare(c, self) for c in configs] if prepare else configs
+
+    def configs(self, quick: bool, *labels: str) -> list[RunConfig]:
+        """The runs of the protocol (of the steps whose label starts with one of ``labels``,
+        or of the ``extra`` grid named ``labels[0]``), each once, in run order."""
+        protocol = "quick" if quick else "full"
+        if labels and labels[0] in self._extra.get(protocol, {}):
+            grids = [self._grid(g) for g in self._extra[protocol][labels[0]]]
+        else:
+            grids = [g for s in self.steps(quick) if not labels or s.label.startswith(labels)
+                     for g in s.grids]
+        out: dict[str, RunConfig] = {}
+        for g in grids:
+            out.update((c.key(), c) for c in self.expand(g) if c.key() not in out)
+        return list(out.values())
+
+    def reported_configs(self, quick: bool) -> list[RunConfig]:
+        """Every run the report reads: the protocol's and the ``extra`` grids'."""
+        extra = [c for k in self._extra.get("quick" if quick else "full", {})
+                 for c in self.configs(quick, k)]
+        return list({c.key(): c for c in [*self.configs(quick), *extra]}.values())
+
+    def paper(self) -> pd.DataFrame:
+        """The paper's reference numbers (``paper.csv``; empty when there is none)."""
+        p = self.dir / "paper.csv"
+        return pd.read_csv(p) if p.exists() else pd.DataFrame()
+
+    # ------------------------------------------------------------------------- running
+
+    def run(self, out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any,
+            only: tuple[str, ...] = (), report_only: bool = False,
+            threads: int | None = None) -> list[Path]:
+        """Run the protocol's steps (resumable), then write the report. ``only``: run just
+        these datasets' runs and write no report (several processes may share the store);
+        ``report_only``: run nothing, rewrite the report from the stored runs."""
+        from dpgl.experiments.execute import execute_run
+        from dpgl.experiments.runner import run_grid
+        from dpgl.experiments.store import RunStore
+
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if report_only:
+            return self.report(out_dir, quick=quick)
+        n = threads or self.threads
+        if n:
+            import torch
+
+            torch.set_num_threads(n)
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        timings: dict[str, float] = {}
+        recomputed: list[str] = []
+        fn = functools.partial(execute_run, data_dir=data_dir)
+        for step in self.steps(quick):
+            t0 = time.perf_counter()
+            if step.measure:
+                if only:
+                    continue
+                getattr(self.hooks, step.measure)(self, out_dir, quick, data_dir)
+                recomputed.append(step.label)
+            for grid in step.grids:
+                configs = [c for c in self.expand(grid) if not only or c.dataset in only]
+                if not configs:
+                    continue
+                with RunStore(out_dir / "runs.sqlite") as store:
+                    outcome = run_grid(configs, store, fn, progress=console is not None,
+                                       grid_name=grid.name, console=console)
+                if console is not None:
+                    console.print(f"{step.label}: {outcome.summary()}")
+            timings[step.label] = timings.get(step.label, 0.0) + time.perf_counter() - t0
+        written = [save_timings(out_dir, quick, started, timings, recomputed=tuple(recomputed))
+                   ] if self.keep_timings and not only else []
+        if only:
+            if console is not None:
+                console.print("report not written (--only); write it with --report-only once "
+                              "every process has finished")
+            return written
+        return [*written, *self.report(out_dir, quick=quick)]
+
+    def report(self, out_dir: Path, *, quick: bool) -> list[Path]:
+        """Tables, plots and README from the stored runs (``runs.sqlite`` if present, which is
+        first exported to ``runs.jsonl``; else the committed ``runs.jsonl``); runs nothing."""
+        runs = Runs.load(out_dir, self.reported_configs(quick))
+        ctx = Context(self, quick, out_dir, runs)
+        variables = self.hooks.report(ctx)
+        written: list[Path] = variables.pop("written", [])
+        if runs is not None and runs.exported is not None:
+            written.insert(0, runs.exported)
+        readme = out_dir / "README.md"
+        text = render_readme(self.dir / "README.md.j2", quick=quick, repro=self,
+                             paper=self.paper(), runs=runs, **variables)
+        readme.write_text(text, encoding="utf-8")
+        return [*written, readme]
+
+
+def save_timings(out_dir: Path, quick: bool, started: str, timings: dict[str, float], *,
+                 recomputed: tuple[str, ...] = ()) -> Path:
+    """Write ``timings.json``, adding the times already recorded there by earlier
+    invocations of the same protocol (a resumed run adds the time of the runs it added);
+    ``recomputed`` steps are redone every time and keep only this invocation's time. Other
+    keys of an earlier file of the same protocol are kept."""
+    path = out_dir / "timings.json"
+    before = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if before.get("quick") != quick:
+        before = {}
+    for k, v in before.get("seconds", {}).items():
+        if k not in recomputed:
+            timings[k] = timings.get(k, 0.0) + float(v)
+    saved = {**before, "started": before.get("started", started), "quick": quick,
+             "seconds": timings}
+    path.write_text(json.dumps(saved, indent=2), encoding="utf-8")
+    return path
+
