@@ -52,7 +52,7 @@ SKIP_ANYWHERE: set[str] = {
     # text: repr, rendering, report wording
     "__repr__", "_repr_args", "__str__", "describe", "render", "headline", "_words",
     "guarantee_text", "_fmt_eps", "_fmt_delta", "_total_text", "_budget_words",
-    "_method_label", "_dp_accounting_version",
+    "method_label", "dp_accounting_version",
     # serialization of a finished report (storage format; tests/experiments covers it)
     "to_dict", "from_dict", "_guarantee_from_dict",
     # exact likelihoods / distributions used only by tests and audits, never by a run

@@ -6,11 +6,9 @@ unit, guarantee and proof reference.
 
 from dpgl.privacy.accountant import (
     Accountant,
-    GaussianSpend,
     ParallelScope,
     current_accountant,
     evaluation_only,
-    gaussian_dp_event,
 )
 from dpgl.privacy.amplification import amplify_by_subsampling, subsampled_inner_target
 from dpgl.privacy.audit import (
@@ -34,6 +32,7 @@ from dpgl.privacy.composition import (
     optimal_composition,
     optimal_composition_epsilon,
 )
+from dpgl.privacy.dp_events import GaussianSpend, gaussian_dp_event
 from dpgl.privacy.gaussian import (
     GaussianMechanism,
     analytic_gaussian_delta,
@@ -51,6 +50,7 @@ from dpgl.privacy.guarantee import (
     symmetric_edge_ldp_to_relationship_dp,
 )
 from dpgl.privacy.gumbel_topk import GumbelTopK
+from dpgl.privacy.interface import AccountantInterface
 from dpgl.privacy.laplace import DiscreteLaplace, LaplaceMechanism, sample_discrete_laplace
 from dpgl.privacy.multibit import ClippingWarning, MultiBit, multibit_variance, optimal_m
 from dpgl.privacy.one_bit import OneBit, one_bit_estimate, one_bit_probability
@@ -64,6 +64,7 @@ __all__ = [
     "AUDITABLE_MECHANISMS",
     "UNIT_SUBJECTS",
     "Accountant",
+    "AccountantInterface",
     "AuditResult",
     "ClippingWarning",
     "DegreeRRSampling",

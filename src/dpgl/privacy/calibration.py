@@ -21,15 +21,15 @@ import dp_accounting
 
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.privacy._validation import check_positive_int
-from dpgl.privacy.accountant import (
+from dpgl.privacy.composition import (
+    advanced_composition_epsilon,
+    optimal_composition_epsilon,
+)
+from dpgl.privacy.dp_events import (
     SAMPLINGS,
     GaussianSpend,
     gaussian_dp_event,
     make_dp_accountant,
-)
-from dpgl.privacy.composition import (
-    advanced_composition_epsilon,
-    optimal_composition_epsilon,
 )
 from dpgl.privacy.gaussian import analytic_gaussian_sigma
 from dpgl.privacy.guarantee import check_delta, check_epsilon, check_fraction

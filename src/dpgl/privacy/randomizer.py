@@ -19,8 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from dpgl.errors import PrivacyError
-from dpgl.privacy.accountant import Accountant, current_accountant
+from dpgl.privacy.accountant import current_accountant
 from dpgl.privacy.guarantee import Guarantee, Unit
+from dpgl.privacy.interface import AccountantInterface
 
 __all__ = ["Randomizer", "compose_parts", "record_nonprivate"]
 
@@ -64,7 +65,7 @@ class Randomizer:
         return {self.label or type(self).__name__: self.guarantee}
 
     def charge(self, *, count: int = 1, composition: str = "basic", delta_slack: float = 0.0,
-               accountant: Accountant | None = None, name: str | None = None
+               accountant: AccountantInterface | None = None, name: str | None = None
                ) -> Guarantee | None:
         """Record one release of this randomizer (``count`` releases composed by
         ``composition`` when one protected unit is in all of them) in ``accountant`` or, by
