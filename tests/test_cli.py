@@ -115,3 +115,17 @@ def test_audit_command_passes_and_lists(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 1 and out.startswith("audit broken-rr: FAIL")
     code, _, err = run_cli(capsys, "audit", "nope")
     assert code == 2 and "unknown audit" in err
+
+
+def test_one_way_to_pass_a_parameter(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #12, finding 6: -p is the way; the old --non-private-fraction flag is hidden,
+    still works for one release with a warning, and may not repeat -p."""
+    from dpgl.errors import DpglDeprecationWarning
+
+    code, out, _ = run_cli(capsys, "train", "--help")
+    assert code == 0 and "non-private-fraction" not in out
+    with pytest.warns(DpglDeprecationWarning, match="-p non_private_fraction"):
+        code, _, err = run_cli(capsys, "train", "--dataset", "csbm", "--method", "dprr",
+                               "--epsilon", "1", "--non-private-fraction", "0.2",
+                               "-p", "non_private_fraction=0.1")
+    assert code != 0 and "give the non-private fraction once" in err

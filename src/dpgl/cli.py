@@ -147,7 +147,7 @@ def train(
     seed: Annotated[int, typer.Option(help="Seed: the same seed gives the same numbers.")] = 0,
     non_private_fraction: Annotated[
         float | None,
-        typer.Option(help="Fraction of users who send true lists (customized setting)."),
+        typer.Option(hidden=True, help="Deprecated: use -p non_private_fraction=F."),
     ] = None,
     param: Annotated[
         list[str] | None,
@@ -162,7 +162,15 @@ def train(
     from dpgl.privacy import PrivacyReport
 
     params = dict(_parse_param(p) for p in (param or []))
-    if non_private_fraction is not None:
+    if non_private_fraction is not None:  # the one way to pass a parameter is -p
+        import warnings
+
+        from dpgl.errors import DpglDeprecationWarning
+
+        warnings.warn("--non-private-fraction F is deprecated: use -p non_private_fraction=F "
+                      "(removed in the next release)", DpglDeprecationWarning, stacklevel=1)
+        if "non_private_fraction" in params:
+            raise ConfigError("give the non-private fraction once (-p non_private_fraction=F)")
         params["non_private_fraction"] = non_private_fraction
     config = RunConfig(
         task=task,

@@ -9,10 +9,10 @@ from torch_geometric.data import Data
 from dpgl.graph.splits import graph_split, random_node_split
 from dpgl.methods.base import MethodOutput, RunContext
 from dpgl.methods.params import GraphParams, NodeParams
-from dpgl.nn import ModelConfig, PreparedGraph, build_node_model
+from dpgl.nn import PreparedGraph, build_node_model
 from dpgl.nn.layers import sparse_features
 from dpgl.rng import spawn
-from dpgl.train import TrainConfig, train_graph_classifier, train_node_classifier
+from dpgl.train import train_graph_classifier, train_node_classifier
 
 
 def node_split(ctx: RunContext, data: Data, *, labels: torch.Tensor | None = None
@@ -50,14 +50,7 @@ def train_node_model(
     p = ctx.params
     assert isinstance(p, NodeParams)
     kind = model or ctx.model
-    arch = ModelConfig(
-        hidden=p.hidden,
-        num_layers=p.num_layers,
-        dropout=p.dropout,
-        input_dropout=p.input_dropout,
-        activation=p.activation,
-        batch_norm=p.batch_norm,
-    )
+    arch = p.architecture()
     num_classes = int(y.max()) + 1
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
         net = build_node_model(kind, x.size(1), num_classes, arch)
@@ -67,7 +60,7 @@ def train_node_model(
         lambda m: m(features, graph),
         y,
         *split,
-        TrainConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs, patience=p.patience),
+        p.train_config(),
         seed=int(ctx.rng.integers(2**31)),
         train_targets=train_targets,
     )

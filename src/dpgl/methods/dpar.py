@@ -84,7 +84,7 @@ from dpgl.privacy import (
 )
 from dpgl.privacy.multiterm import quiet_absl
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
+from dpgl.train.dpsgd import DPSGDAccounting, train_dpsgd
 from dpgl.train.metrics import evaluate_logits
 
 __all__ = ["DPARParams", "run_dpar", "train_dpar"]
@@ -154,8 +154,7 @@ def _setup(universe: int, p: DPARParams, src_rng: np.random.Generator) -> _Setup
         raise ConfigError(f"the training universe has {universe} ids < k={p.k}")
     sources = np.sort(src_rng.choice(universe, size=p.num_sources, replace=False))
     n_public = public_subsample_size(universe, p.subsample)
-    probe = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
-                        public_size=n_public)
+    probe = p.dpsgd_config(public_size=n_public)
     return _Setup(universe, n_public, sources, probe.sampling_rate(n_public),
                   probe.steps(n_public))
 
@@ -382,9 +381,7 @@ def train_dpar(train: Data, train_ids: np.ndarray, universe: int, p: DPARParams,
             if noise.paper is not None:
                 noise.paper.update(paper_sgd)
         feats, weights, labels = _examples(pi, ids, sub.x, sub.y, setup.universe)
-        cfg = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
-                          noise_multiplier=z, weight_decay=p.weight_decay,
-                          public_size=setup.n_public)
+        cfg = p.dpsgd_config(public_size=setup.n_public, noise_multiplier=z)
         result = train_dpsgd(model, dpar_example_loss, (feats, weights, labels), cfg,
                              rng=sgd_rng,
                              accounting=DPSGDAccounting(Unit.NODE_DP, max_other, "DP-SGD"))

@@ -65,11 +65,8 @@ class GAPParams(NodeDPParams):
 
 
 def _configs(p: GAPParams, z: float | None, n_public: int) -> tuple[DPSGDConfig, DPSGDConfig]:
-    enc = DPSGDConfig(lr=p.lr, epochs=p.encoder_epochs, batch_size=p.batch_size, clip=p.clip,
-                      noise_multiplier=z, weight_decay=p.weight_decay, public_size=n_public)
-    cls = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
-                      noise_multiplier=z, weight_decay=p.weight_decay, public_size=n_public)
-    return enc, cls
+    return (p.dpsgd_config(public_size=n_public, noise_multiplier=z, epochs=p.encoder_epochs),
+            p.dpsgd_config(public_size=n_public, noise_multiplier=z))
 
 
 _ENCODER = DPSGDAccounting(UNIT, 0, "encoder DP-SGD")

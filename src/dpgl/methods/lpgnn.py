@@ -37,7 +37,7 @@ from dpgl.nn.kprop import (
 )
 from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train import TrainConfig, train_node_classifier
+from dpgl.train import train_node_classifier
 from dpgl.transforms import CollectFeatures, CollectLabels
 
 
@@ -171,8 +171,7 @@ class LPGNN(Method):
         graph = PreparedGraph(data.edge_index, n)
         result = train_node_classifier(
             net, lambda m: m(xk, graph), y_eval, *split,
-            TrainConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs,
-                        patience=p.patience),
+            p.train_config(),
             seed=int(ctx.rng.integers(2**31)), train_targets=targets)
         info = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
                 "train_seconds": result.seconds, "feature_m": rand.m,

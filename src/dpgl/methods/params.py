@@ -12,7 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dpgl.errors import ConfigError, DpglDeprecationWarning
 from dpgl.nn.gin import GIN
+from dpgl.nn.models import ModelConfig
+from dpgl.train.dpsgd import DPSGDConfig
 from dpgl.train.graph import GraphTrainConfig
+from dpgl.train.node import TrainConfig
 
 
 class Renamed(NamedTuple):
@@ -108,6 +111,17 @@ class NodeParams(DataParams):
     epochs: int = Field(200, ge=1)
     patience: int | None = Field(50, ge=1)
 
+    def architecture(self) -> ModelConfig:
+        """The node model's architecture these parameters describe."""
+        return ModelConfig(hidden=self.hidden, num_layers=self.num_layers, dropout=self.dropout,
+                           input_dropout=self.input_dropout, activation=self.activation,
+                           batch_norm=self.batch_norm)
+
+    def train_config(self) -> TrainConfig:
+        """The (non-private) node trainer's configuration these parameters describe."""
+        return TrainConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
+                           patience=self.patience)
+
     @model_validator(mode="after")
     def _ratios(self) -> NodeParams:
         total = self.train_ratio + self.val_ratio + self.test_ratio
@@ -130,6 +144,16 @@ class NodeDPParams(NodeParams):
     inductive_train: float = Field(0.8, gt=0, lt=1)
     val_fraction: float = Field(0.5, gt=0, lt=1)
     delta: float = Field(1e-4, gt=0, lt=1)
+
+    def dpsgd_config(self, *, public_size: int, noise_multiplier: float | None = None,
+                     epochs: int | None = None) -> DPSGDConfig:
+        """The DP-SGD configuration these parameters describe, on ``public_size`` examples
+        (the public number that sets the sampling rate and the steps), with
+        ``noise_multiplier`` (None: non-private) and ``epochs`` (default :attr:`epochs`)."""
+        return DPSGDConfig(lr=self.lr, epochs=self.epochs if epochs is None else epochs,
+                           batch_size=self.batch_size, clip=self.clip,
+                           noise_multiplier=noise_multiplier, weight_decay=self.weight_decay,
+                           public_size=public_size)
 
 
 class GraphParams(DataParams):

@@ -56,6 +56,13 @@ class SolitudeLinkParams(NodeParams):
     gnn_weight: float = Field(1.0, ge=0)
     inner_steps: int = Field(1, ge=1)
 
+    def solitude_config(self, structure_learning: bool) -> SolitudeConfig:
+        """The Solitude training loop's configuration these parameters describe."""
+        return SolitudeConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
+                              patience=self.patience, structure_learning=structure_learning,
+                              adj_lr=self.adj_lr, lambda1=self.lambda1, lambda2=self.lambda2,
+                              gnn_weight=self.gnn_weight, inner_steps=self.inner_steps)
+
 
 class SolitudeParams(SolitudeLinkParams):
     variant: Literal["solitude", "lpgnn", "base"] = "solitude"
@@ -71,13 +78,6 @@ class SolitudeParams(SolitudeLinkParams):
     #: variance per column. Rectified multi-bit reports are of size ~ d coth(eps/2m)/2m
     #: (thousands for CiteSeer's d = 3,703) and the backbone has no normalization layer.
     standardize_features: bool = True
-
-
-def _config(p: SolitudeLinkParams, structure_learning: bool) -> SolitudeConfig:
-    return SolitudeConfig(lr=p.lr, weight_decay=p.weight_decay, epochs=p.epochs,
-                          patience=p.patience, structure_learning=structure_learning,
-                          adj_lr=p.adj_lr, lambda1=p.lambda1, lambda2=p.lambda2,
-                          gnn_weight=p.gnn_weight, inner_steps=p.inner_steps)
 
 
 def _noisy_graph(ctx: RunContext, epsilon: float, rng: object) -> torch.Tensor:
@@ -132,7 +132,7 @@ class Solitude(Method):
         learner = StructureLearner(noisy_ei, n,
                                    symmetric=p.symmetric and p.variant == "solitude")
         result = train_solitude(model, learner, x, y_eval, targets, split,
-                                _config(p, p.structure_learning and p.variant == "solitude"),
+                                p.solitude_config(p.structure_learning and p.variant == "solitude"),
                                 seed=int(ctx.rng.integers(2**31)), output=output)
         info = {
             "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
@@ -177,7 +177,7 @@ class SolitudeLink(Method):
                                 dropout=p.dropout, activation=p.activation)
         learner = StructureLearner(noisy_ei, n, symmetric=p.symmetric)
         result = train_solitude(model, learner, data.x, data.y, data.y, split,
-                                _config(p, p.structure_learning),
+                                p.solitude_config(p.structure_learning),
                                 seed=int(ctx.rng.integers(2**31)))
         return MethodOutput(result.metrics, {
             "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
