@@ -150,10 +150,8 @@ class NodeDPParams(NodeParams):
         """The DP-SGD configuration these parameters describe, on ``public_size`` examples
         (the public number that sets the sampling rate and the steps), with
         ``noise_multiplier`` (None: non-private) and ``epochs`` (default :attr:`epochs`)."""
-        return DPSGDConfig(lr=self.lr, epochs=self.epochs if epochs is None else epochs,
-                           batch_size=self.batch_size, clip=self.clip,
-                           noise_multiplier=noise_multiplier, weight_decay=self.weight_decay,
-                           public_size=public_size)
+        return DPSGDConfig.of(self, public_size=public_size, noise_multiplier=noise_multiplier,
+                              epochs=epochs)
 
 
 class GraphParams(DataParams):

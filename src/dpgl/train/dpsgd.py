@@ -114,6 +114,17 @@ class DPSGDConfig:
         if self.public_size is not None and int(self.public_size) < 1:
             raise ConfigError(f"public_size must be >= 1, got {self.public_size}")
 
+    @classmethod
+    def of(cls, params: Any, *, public_size: int, noise_multiplier: float | None = None,
+           epochs: int | None = None) -> DPSGDConfig:
+        """The configuration a method's parameters describe (``lr``, ``epochs``,
+        ``batch_size``, ``clip``, ``weight_decay``), on ``public_size`` examples, with
+        ``noise_multiplier`` (None: non-private) and ``epochs`` (default: the parameters')."""
+        return cls(lr=params.lr, epochs=params.epochs if epochs is None else epochs,
+                   batch_size=params.batch_size, clip=params.clip,
+                   noise_multiplier=noise_multiplier, weight_decay=params.weight_decay,
+                   public_size=public_size)
+
     @property
     def private(self) -> bool:
         return self.noise_multiplier is not None
