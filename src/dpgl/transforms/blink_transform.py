@@ -11,7 +11,6 @@ import torch
 from dpgl.errors import unknown_name
 from dpgl.estimators.blink import VARIANTS, BlinkServer
 from dpgl.mechanisms.blink import BlinkClient
-from dpgl.privacy import Guarantee
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
 
@@ -30,19 +29,16 @@ class BlinkTransform(EdgeLDPTransform):
                  soft_options: dict[str, Any] | None = None) -> None:
         if variant not in VARIANTS:
             raise unknown_name("Blink variant", variant, VARIANTS)
-        self.client = BlinkClient(epsilon, degree_share)
+        self.mechanism = BlinkClient(epsilon, degree_share)
         self.variant = variant
         self.soft_options = dict(soft_options or {})
         super().__init__(seed, secure=secure)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.client.guarantee
 
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-        reports, noisy = self.client.simulate(u, v, num_nodes, rng)
-        server = BlinkServer(self.client.eps_a).fit(reports, noisy)
+        reports, noisy = self.mechanism.simulate(u, v, num_nodes, rng)
+        server = BlinkServer(self.mechanism.eps_a).fit(reports, noisy)
         if self.variant == "hard":
             est = server.hard()
         elif self.variant == "hybrid":

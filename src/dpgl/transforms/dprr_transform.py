@@ -9,7 +9,7 @@ from dpgl.errors import renamed_kwargs, unknown_name
 from dpgl.estimators.dprr import dprr_graph
 from dpgl.graph.symmetrize import POLICIES
 from dpgl.mechanisms.dprr import DPRR, draw_private_mask
-from dpgl.privacy import Guarantee, check_fraction
+from dpgl.privacy import check_fraction
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
 
@@ -21,7 +21,7 @@ class DPRRTransform(EdgeLDPTransform):
 
     ``degree_share`` is the share of epsilon for the noisy degree (1 - alpha of the paper's
     Eq. 8). ``non_private_fraction`` of the users (drawn at random on each call) send their
-    true lists and have no protection; the guarantee below is that of the private users.
+    true lists and have no protection; its guarantee is that of the private users.
     """
 
     @renamed_kwargs(alpha=("degree_share", lambda a: 1.0 - a),
@@ -47,10 +47,6 @@ class DPRRTransform(EdgeLDPTransform):
         return {**args, "degree_share": self.degree_share, "symmetrize": self.symmetrize,
                 "non_private_fraction": self.non_private_fraction}
 
-    @property
-    def guarantee(self) -> Guarantee:
-        """eps-edge LDP for every private user (eps1 + eps2)."""
-        return self.mechanism.guarantee
 
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -37,10 +37,13 @@ class EdgeLDPTransform(BaseTransform):
         self.rng = make_rng(seed, secure=secure)
         self.last_info: dict[str, Any] = {}
 
+    #: the client-side randomizer every (private) user runs; a subclass sets it
+    mechanism: Any
+
     @property
-    @abstractmethod
     def guarantee(self) -> Guarantee:
-        """The edge-LDP guarantee of what every (private) user sends."""
+        """The edge-LDP guarantee of what every (private) user sends: its randomizer's."""
+        return self.mechanism.guarantee
 
     @abstractmethod
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
@@ -69,8 +72,7 @@ class EdgeLDPTransform(BaseTransform):
 
     def _repr_args(self) -> dict[str, Any]:
         """Constructor arguments shown by ``repr`` (PyG style): the client randomizer's."""
-        client = getattr(self, "mechanism", None) or getattr(self, "client", None)
-        return dict(client._repr_args()) if client is not None else {}
+        return dict(self.mechanism._repr_args())
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}"

@@ -10,7 +10,6 @@ from dpgl.errors import renamed_kwargs
 from dpgl.estimators.toptt import simulate_top_t
 from dpgl.mechanisms.lap import LocalLap
 from dpgl.mechanisms.neighbor_list import edge_index_from_pairs
-from dpgl.privacy import Guarantee
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
 
@@ -28,9 +27,6 @@ class LocalLapTransform(EdgeLDPTransform):
                                   secure=secure)
         super().__init__(seed, secure=secure)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.mechanism.guarantee
 
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:

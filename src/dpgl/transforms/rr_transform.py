@@ -10,7 +10,6 @@ from dpgl.errors import unknown_name
 from dpgl.graph.symmetrize import POLICIES, symmetrize_pairs
 from dpgl.mechanisms.neighbor_list import edge_index_from_pairs
 from dpgl.mechanisms.rr import RR
-from dpgl.privacy import Guarantee
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
 
@@ -30,9 +29,6 @@ class RRTransform(EdgeLDPTransform):
         self.symmetrize = symmetrize
         super().__init__(seed, secure=secure)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.mechanism.guarantee
 
     def _repr_args(self) -> dict[str, object]:
         return {**super()._repr_args(), "symmetrize": self.symmetrize}

@@ -8,7 +8,6 @@ import torch
 
 from dpgl.mechanisms.neighbor_list import edge_index_from_pairs
 from dpgl.mechanisms.symrr import SymRR
-from dpgl.privacy import Guarantee
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
 
@@ -22,9 +21,6 @@ class SymRRTransform(EdgeLDPTransform):
         self.mechanism = SymRR(epsilon)
         super().__init__(seed, secure=secure)
 
-    @property
-    def guarantee(self) -> Guarantee:
-        return self.mechanism.guarantee
 
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
