@@ -36,6 +36,7 @@ def test_a_graph_task_needs_a_randomizer() -> None:
         class _Broken(Method):
             name = "broken-graph-method"
             tasks = ("graph",)
+            private = False
             params_for_task: ClassVar[dict[str, type[Params]]] = {"graph": GraphLDPParams}
     assert "broken-graph-method" not in _REGISTRY
 
@@ -46,6 +47,7 @@ def test_a_task_needs_its_params() -> None:
         class _Broken(Method):
             name = "broken-params-method"
             tasks = ("node",)
+            private = False
     assert "broken-params-method" not in _REGISTRY
 
 
@@ -54,3 +56,15 @@ def test_non_graph_method_refuses_the_graph_task() -> None:
 
     with pytest.raises(ConfigError, match="does not support task 'graph'"):
         graph_randomizer("blink-hard", 1.0, GraphLDPParams())
+
+
+def test_a_private_method_declares_its_unit_and_split() -> None:
+    from dpgl.methods.params import NodeParams
+
+    with pytest.raises(ValueError, match="budget_split"):
+        @register
+        class _Broken(Method):
+            name = "broken-private-method"
+            private = True
+            params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
+    assert "broken-private-method" not in _REGISTRY

@@ -112,7 +112,7 @@ class Method(ABC):
         :func:`dpgl.methods.graph_ldp.fit_graph_ldp`)."""
         from dpgl.methods.graph_ldp import fit_graph_ldp
 
-        return fit_graph_ldp(self.name, ctx)
+        return fit_graph_ldp(self, ctx)
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
         """The node task (a method declaring it overrides this)."""
@@ -130,6 +130,10 @@ def register(cls: type[Method]) -> type[Method]:
     if ("graph" in cls.tasks) != (cls.graph_randomizer is not None or own_graph_fit):
         raise ValueError(f"method {cls.name!r}: a method serves the graph task exactly when it "
                          "holds a graph_randomizer (or overrides fit_graph)")
+    if cls.private and ("epsilon" not in cls.budgets.values() or not cls.budget_split):
+        raise ValueError(f"private method {cls.name!r} must declare the unit its --epsilon "
+                         "protects (budgets = {Unit...: 'epsilon'}) and say how it spends it "
+                         "(budget_split)")
     missing = set(cls.tasks) - set(cls.params_for_task)
     if missing:
         raise ValueError(f"method {cls.name!r} has no params_for_task for {sorted(missing)}")

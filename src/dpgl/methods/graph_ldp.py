@@ -466,11 +466,11 @@ def to_training_graph(rg: RandomizedGraph, y: torch.Tensor, symmetrize: str) -> 
     return Data(x=torch.ones(n, 1), edge_index=ei, y=y.view(-1), num_nodes=n)
 
 
-def fit_graph_ldp(method: str, ctx: RunContext) -> MethodOutput:
+def fit_graph_ldp(method: Method | str, ctx: RunContext) -> MethodOutput:
     """Run the graph-task method ``method`` (a registered name): its users randomize every
     graph with the method's :class:`GraphRandomizer`, the server trains GIN-0 on the noisy
     graphs (the DPRR paper's protocol, see the module docstring)."""
-    m = get_method(method)
+    m = get_method(method) if isinstance(method, str) else method
     check_task(m, "graph")
     p = ctx.params
     if not isinstance(p, GraphLDPParams):
@@ -479,7 +479,7 @@ def fit_graph_ldp(method: str, ctx: RunContext) -> MethodOutput:
     split_rng, noise_rng, train_rng = spawn(ctx.rng, 3)
     tr, va, te = graph_split(ds.y, p.train_ratio, p.val_ratio, p.test_ratio, rng=split_rng)
     start = time.perf_counter()
-    randomized, info = randomize_graphs(method, list(ds.graphs), ctx.epsilon, p, noise_rng,
+    randomized, info = randomize_graphs(m.name, list(ds.graphs), ctx.epsilon, p, noise_rng,
                                         poison_graphs=frozenset(int(i) for i in tr))
     info["randomize_seconds"] = time.perf_counter() - start
     uses = m.graph_randomizer.uses_as_is
