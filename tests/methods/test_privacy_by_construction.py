@@ -56,6 +56,7 @@ class _Fake(Method):
     private = True
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": _P}
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
+    budget_split = "factor x epsilon to RR on the bits (or nothing)"
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
         p = ctx.params
