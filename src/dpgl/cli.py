@@ -369,8 +369,27 @@ def demo(
     run_demo(output, seeds=seeds, console=out)
 
 
+def _one_line_warnings() -> None:
+    """dpgl's own warnings (old names, clipping) as one line each, without a source line."""
+    import warnings
+
+    from dpgl.errors import DpglDeprecationWarning
+
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if issubclass(category, DpglDeprecationWarning):
+            sys.stderr.write(f"warning: {' '.join(str(message).split())}\n")
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning user errors into one-line messages."""
+    _one_line_warnings()
     try:
         app(args=argv, prog_name="dpgl")
     except DpglError as e:
