@@ -22,7 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from dpgl.errors import ConfigError
 
 #: Fields of :class:`RunConfig` that may not be repeated inside ``params``.
-RESERVED_PARAMS = ("task", "dataset", "method", "model", "epsilon", "seed")
+RESERVED_PARAMS = ("task", "dataset", "method", "model", "epsilon", "seed", "data")
+
+#: The dataset preprocessing options (:class:`dpgl.methods.params.DataParams`): a run's
+#: ``data`` section. Given among ``params`` (``-p``, older grids) they move to ``data``.
+DATA_OPTIONS = ("features", "normalize_features", "largest_component", "top_k_classes")
 
 
 # --------------------------------------------------------------------------------------
@@ -194,6 +198,8 @@ class RunConfig(_Model):
     epsilon: float | None = None
     seed: int = Field(0, ge=0)
     params: dict[str, Any] = Field(default_factory=dict)
+    #: dataset preprocessing (:data:`DATA_OPTIONS`), apart from the method's parameters
+    data: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("dataset", "method", "model")
     @classmethod
@@ -228,6 +234,41 @@ class RunConfig(_Model):
 
     @model_validator(mode="before")
     @classmethod
+    def _data_section(cls, data: Any) -> Any:
+        """Preprocessing options given among the params (``-p features=...``) belong to the
+        ``data`` section: one place, whichever way they were given."""
+        if isinstance(data, Mapping) and isinstance(data.get("params"), Mapping):
+            moved = {k: v for k, v in data["params"].items() if k in DATA_OPTIONS}
+            if moved:
+                section = data.get("data") or {}
+                if not isinstance(section, Mapping):
+                    return data  # the field validator reports it
+                twice = sorted(set(moved) & set(section))
+                if twice:
+                    raise ValueError(f"{twice[0]!r} is given in both data and params")
+                data = {**data, "data": {**section, **moved},
+                        "params": {k: v for k, v in data["params"].items()
+                                   if k not in DATA_OPTIONS}}
+        return data
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _data(cls, v: Any) -> Any:
+        if v is None:
+            return {}
+        if not isinstance(v, Mapping):
+            raise ValueError(f"must be a mapping of name: value, got {type(v).__name__}")
+        for name in v:
+            if name not in DATA_OPTIONS:
+                raise ValueError(f"unknown data option {name!r}; allowed: "
+                                 f"{', '.join(DATA_OPTIONS)}")
+        try:
+            return canonical_value(dict(v), "data")
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+
+    @model_validator(mode="before")
+    @classmethod
     def _current_names(cls, data: Any) -> Any:
         """Old parameter names become the current ones (with a warning; docs/glossary.md), so
         that a run has one key whichever name its configuration used."""
@@ -256,8 +297,11 @@ class RunConfig(_Model):
             raise ValueError(str(e)) from None
 
     def canonical(self, *, seed: bool = True) -> dict[str, Any]:
-        """The configuration as canonical JSON data (optionally without the seed)."""
+        """The configuration as canonical JSON data (optionally without the seed). The data
+        options are written among the params, as before there was a ``data`` section, so a
+        run's key and stored JSON do not depend on where they were given."""
         data = self.model_dump()
+        data["params"] = {**data["params"], **data.pop("data")}
         if not seed:
             del data["seed"]
         return canonical_value(data)
@@ -278,7 +322,7 @@ class RunConfig(_Model):
     def label(self) -> str:
         """Short human-readable description (for progress displays and messages)."""
         eps = "-" if self.epsilon is None else f"{self.epsilon:g}"
-        extra = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        extra = ",".join(f"{k}={v}" for k, v in sorted({**self.params, **self.data}.items()))
         text = f"{self.dataset}/{self.model}/{self.method} eps={eps} seed={self.seed}"
         return f"{text} {extra}" if extra else text
 

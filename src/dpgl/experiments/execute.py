@@ -22,7 +22,6 @@ from dpgl.rng import make_rng
 
 __all__ = ["check_report", "execute_run", "validate_config"]
 
-_DATA_FIELDS = tuple(DataParams.model_fields)
 #: Tolerance for comparing a report's epsilon with the requested budget (float round trips
 #: such as eps -> flip probability -> eps).
 _RTOL = 1e-9
@@ -38,28 +37,29 @@ def validate_config(config: RunConfig) -> None:
     _resolve(config)
 
 
-def _check_data_params(method: Method, params: Params) -> None:
+def _check_data_params(method: Method, params: Params, data: DataParams) -> None:
     """Refuse dataset preprocessing that reads the private data of a protected unit before
     the users randomize (it would make every user's input depend on the others' data)."""
     units = set(method.budgets) if method.takes_epsilon(params) else set()
-    if not units or not isinstance(params, DataParams):
+    if not units:
         return
-    if params.normalize_features and units & {Unit.FEATURE_LDP, Unit.NODE_DP,
+    if data.normalize_features and units & {Unit.FEATURE_LDP, Unit.NODE_DP,
                                               Unit.BOUNDED_NODE_DP}:
         raise ConfigError(
             f"method {method.name!r}: normalize_features=true min-max scales every feature "
             "over all users, so each user's input would depend on the others' features; "
             "under feature-LDP/node-DP use the dataset's public feature range (or "
             "feature_low/feature_high)")
-    if params.features == "one-hot-degree" and units & {Unit.EDGE_LDP, Unit.NODE_DP,
+    if data.features == "one-hot-degree" and units & {Unit.EDGE_LDP, Unit.NODE_DP,
                                                         Unit.BOUNDED_NODE_DP}:
         raise ConfigError(
             f"method {method.name!r}: features='one-hot-degree' computes features from the "
             "true edges, which this method protects; use features='raw'")
 
 
-def _resolve(config: RunConfig) -> tuple[Method, Params]:
-    """The config's method and validated parameters, after every name and value check."""
+def _resolve(config: RunConfig) -> tuple[Method, Params, DataParams]:
+    """The config's method, validated parameters and data section, after every name and value
+    check."""
     method = get_method(config.method)
     check_task(method, config.task)
     kind = dataset_kind(config.dataset)
@@ -80,8 +80,9 @@ def _resolve(config: RunConfig) -> tuple[Method, Params]:
     if not takes and config.epsilon is not None:
         hint = "" if not method.private else " with these parameters"
         raise ConfigError(f"method {config.method!r} is non-private{hint}: it takes no epsilon")
-    _check_data_params(method, params)
-    return method, params
+    data = DataParams.parse(dict(config.data), config.method)
+    _check_data_params(method, params, data)
+    return method, params, data
 
 
 def _budget(method: Method, params: Params, epsilon: float | None, param: str
@@ -142,8 +143,8 @@ def check_report(method: Method, params: Params, epsilon: float | None,
 def execute_run(config: RunConfig, *, data_dir: str | Path | None = None) -> RunResult:
     """Run ``config`` once. Deterministic: the same config gives the same numbers."""
     start = time.perf_counter()
-    method, params = _resolve(config)
-    options = tuple((k, getattr(params, k)) for k in _DATA_FIELDS)
+    method, params, data = _resolve(config)
+    options = tuple(data.model_dump().items())
     dataset = _cached_dataset(config.dataset, None if data_dir is None else str(data_dir), options)
     loaded = time.perf_counter()
     accountant = Accountant()

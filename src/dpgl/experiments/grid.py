@@ -17,6 +17,7 @@ Schema (``docs/experiments.md`` has the long version)::
     params:                    # shared hyper-parameters (lists are axes)
       lr: [0.01, 0.005]
       dropout: 0.5
+    data: {largest_component: true}   # dataset preprocessing (lists are axes)
     selection: {metric: val_accuracy, mode: max, report: [test_accuracy]}
 
 Rules. A list under ``params`` is an axis; to fix a list-valued parameter, wrap it once more
@@ -42,7 +43,13 @@ import yaml
 from pydantic import Field, PrivateAttr, field_validator
 
 from dpgl.errors import ConfigError, DpglError, unknown_name
-from dpgl.experiments.config import RESERVED_PARAMS, RunConfig, _Model, canonical_value
+from dpgl.experiments.config import (
+    DATA_OPTIONS,
+    RESERVED_PARAMS,
+    RunConfig,
+    _Model,
+    canonical_value,
+)
 
 #: A name check: a callable that raises (DpglError/LookupError/ValueError) or returns False
 #: for an unknown name, or the collection of allowed names.
@@ -242,6 +249,8 @@ class GridSpec(_Model):
     epsilons: list[float] = Field(default_factory=list)
     seeds: list[int]
     params: dict[str, Any] = Field(default_factory=dict)
+    #: dataset preprocessing (:data:`dpgl.experiments.config.DATA_OPTIONS`; lists are axes)
+    data: dict[str, Any] = Field(default_factory=dict)
     selection: SelectionSpec = Field(default_factory=SelectionSpec)
 
     _source: str = PrivateAttr(default="grid")
@@ -319,6 +328,16 @@ class GridSpec(_Model):
     @classmethod
     def _params(cls, v: Any) -> Any:
         return _check_param_grid(v)
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _data(cls, v: Any) -> Any:
+        v = _check_param_grid(v)
+        unknown = sorted(set(v) - set(DATA_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown data option {unknown[0]!r}; allowed: "
+                             f"{', '.join(DATA_OPTIONS)}")
+        return v
 
     # ----------------------------------------------------------------------------------
 
@@ -401,7 +420,11 @@ class GridSpec(_Model):
                     raise self._fail(f"methods[{i}].epsilons", f"method {m.name!r} is not "
                                      "private and takes no epsilon; remove its epsilons")
                 eps = [None]
-            merged = {**self.params, **m.params}
+            twice = sorted(set(self.data) & (set(self.params) | set(m.params)))
+            if twice:
+                raise self._fail("data", f"{twice[0]!r} is given in both data and params")
+            # one axis space: the run's data section is split off by RunConfig
+            merged = {**self.data, **self.params, **m.params}
             plans.append((m, eps, _param_combinations(merged)))
 
         out: list[RunConfig] = []

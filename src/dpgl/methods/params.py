@@ -84,7 +84,9 @@ class Params(BaseModel):
 
 
 class DataParams(Params):
-    """Dataset preprocessing (see :func:`dpgl.datasets.load_dataset`)."""
+    """Dataset preprocessing (see :func:`dpgl.datasets.load_dataset`): a run's ``data``
+    section (:data:`dpgl.experiments.config.DATA_OPTIONS`), apart from the method's
+    parameters."""
 
     features: Literal["raw", "one-hot-degree"] = "raw"
     normalize_features: bool = False
@@ -92,7 +94,7 @@ class DataParams(Params):
     top_k_classes: int | None = Field(None, ge=2)
 
 
-class NodeParams(DataParams):
+class NodeParams(Params):
     """Node classification: split, architecture and optimizer."""
 
     train_ratio: float = Field(0.5, gt=0, lt=1)
@@ -154,7 +156,7 @@ class NodeDPParams(NodeParams):
                               epochs=epochs)
 
 
-class GraphParams(DataParams):
+class GraphParams(Params):
     """Graph classification with GIN-0 (DPRR Sec. 5.1 defaults: 75/10/15 split, batch 64)."""
 
     train_ratio: float = Field(0.75, gt=0, lt=1)
