@@ -28,7 +28,7 @@ QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "dpar": (114, "1b41a7054b827d8
               "solitude": (107, "ac177f1050eb61ac")}
 
 #: What each reproduction regenerates (and the test compares byte for byte).
-OUTPUTS = {"blink": ["README.md"],
+OUTPUTS = {"blink": ["README.md", "results.md", "results.csv"],
            "dpar": ["README.md", "results.md", "results.csv"],
            "dprr": ["README.md", "fig4.csv", "fig5.csv", "fig6.csv", "fig10.csv"],
            "lpgnn": ["README.md", "table3.md", "table3.csv", "fig6_steps_selfloops.csv",
