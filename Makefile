@@ -33,8 +33,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check --no-cache src tests
 	$(BIN)/mypy
 
+# The sparse edge-LDP pipelines at 10^4 and 10^5 users (a few minutes; the other benchmarks
+# and their options: benchmarks/*.py, docs/edge-ldp.md).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	mkdir -p bench-output
+	$(BIN)/python benchmarks/edge_ldp.py --sizes 1e4,1e5 --eps 1,4,8 --out bench-output/edge_ldp.md
 
 # Mutation testing of the privacy-critical code (docs/mutation.md); not part of `make test`
 # or CI. Installs the pinned mutmut into the venv (torch and the other pins cannot move) and
