@@ -33,7 +33,7 @@ OUTPUTS = {"blink": ["README.md", "results.md", "results.csv"],
            "dprr": ["README.md", "fig4.csv", "fig5.csv", "fig6.csv", "fig10.csv"],
            "lpgnn": ["README.md", "table3.md", "table3.csv", "fig6_steps_selfloops.csv",
                      "fig7_label_rate.csv"],
-           "solitude": ["README.md"]}
+           "solitude": ["README.md", "table3.md", "table3.csv", "fig5_label_rate.csv", "link.csv"]}
 
 
 def test_every_reproduction_is_listed() -> None:
