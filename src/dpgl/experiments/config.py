@@ -254,18 +254,12 @@ class RunConfig(_Model):
     @field_validator("data", mode="before")
     @classmethod
     def _data(cls, v: Any) -> Any:
-        if v is None:
-            return {}
-        if not isinstance(v, Mapping):
-            raise ValueError(f"must be a mapping of name: value, got {type(v).__name__}")
-        for name in v:
+        def check(name: str) -> None:
             if name not in DATA_OPTIONS:
                 raise ValueError(f"unknown data option {name!r}; allowed: "
                                  f"{', '.join(DATA_OPTIONS)}")
-        try:
-            return canonical_value(dict(v), "data")
-        except ConfigError as e:
-            raise ValueError(str(e)) from None
+
+        return _json_mapping(v, "data", check)
 
     @model_validator(mode="before")
     @classmethod
@@ -282,19 +276,13 @@ class RunConfig(_Model):
     @field_validator("params", mode="before")
     @classmethod
     def _params(cls, v: Any) -> Any:
-        if v is None:
-            return {}
-        if not isinstance(v, Mapping):
-            raise ValueError(f"must be a mapping of name: value, got {type(v).__name__}")
-        for name in v:
+        def check(name: str) -> None:
             if name in RESERVED_PARAMS:
                 raise ValueError(
                     f"{name!r} is a run field, not a hyper-parameter; set it outside params"
                 )
-        try:
-            return canonical_value(dict(v), "params")
-        except ConfigError as e:
-            raise ValueError(str(e)) from None
+
+        return _json_mapping(v, "params", check)
 
     def canonical(self, *, seed: bool = True) -> dict[str, Any]:
         """The configuration as canonical JSON data (optionally without the seed). The data
@@ -333,6 +321,20 @@ class RunConfig(_Model):
         if not isinstance(other, RunConfig):
             return NotImplemented
         return self.key() == other.key()
+
+
+def _json_mapping(v: Any, where: str, check: Any) -> Any:
+    """A ``name: value`` mapping of JSON data (None: empty), every name passing ``check``."""
+    if v is None:
+        return {}
+    if not isinstance(v, Mapping):
+        raise ValueError(f"must be a mapping of name: value, got {type(v).__name__}")
+    for name in v:
+        check(name)
+    try:
+        return canonical_value(dict(v), where)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
 
 
 def _params_model(method: str, task: str) -> Any:
