@@ -39,6 +39,26 @@ DataDir = Annotated[
 ]
 
 
+Download = Annotated[
+    bool,
+    typer.Option("--download", help="Download missing dataset files into the data directory "
+                 "(each checked against its published checksum)."),
+]
+
+
+def _output_dir(path: Path, option: str) -> Path:
+    """Create (or check) an output directory before any work: a path under a file, a
+    read-only place or a file in its way is a one-line error now, not a traceback later."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"{option} {str(path)!r}: cannot create the directory "
+                          f"({e.strerror or e})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} {str(path)!r}: the directory is not writable")
+    return path
+
+
 def _parse_param(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise ConfigError(f"--param expects NAME=VALUE, got {text!r}")
@@ -60,6 +80,9 @@ def datasets(
     from dpgl.datasets import dataset_info, list_datasets, resolve_data_dir
 
     root = resolve_data_dir(data_dir)
+    if data_dir is not None and not root.is_dir():
+        raise ConfigError(f"--data-dir {str(root)!r} is not a directory"
+                          + ("" if root.exists() else " (it does not exist)"))
     infos = [dataset_info(name, root) for name in list_datasets()]
     if as_json:
         out.print_json(json.dumps([_info_dict(i) for i in infos]))
@@ -83,7 +106,9 @@ def datasets(
             else "left",
         )
     for i in infos:
-        note = i.note or ("missing: " + ", ".join(i.missing) if i.missing else "")
+        problems = (["missing: " + ", ".join(i.missing)] if i.missing else []) + [
+            f"corrupt: {path} ({why})" for path, why in i.corrupt.items()]
+        note = "; ".join([*problems, *([i.note] if i.note else [])])
         table.add_row(
             i.name,
             i.kind,
@@ -116,6 +141,8 @@ def _fmt(v: Any) -> str:
 def methods(task: Annotated[str | None, typer.Option(help="node or graph")] = None) -> None:
     """List the registered methods: the unit each protects with --epsilon and how it is
     spent."""
+    if task is not None and task not in ("node", "graph"):
+        raise ConfigError(f"unknown task {task!r}; allowed: node, graph")
     from dpgl.methods import get_method, list_methods
 
     table = Table()
@@ -154,6 +181,7 @@ def train(
         typer.Option("--param", "-p", help="Hyper-parameter NAME=VALUE (repeatable)."),
     ] = None,
     data_dir: DataDir = None,
+    download: Download = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Train and evaluate one run; print its metrics and privacy report."""
@@ -181,7 +209,7 @@ def train(
         seed=seed,
         params=params,
     )
-    result = execute_run(config, data_dir=data_dir)
+    result = execute_run(config, data_dir=data_dir, download=download)
     if as_json:
         payload = {"config": config.canonical(), **result.model_dump()}
         payload.update(result.metrics)
@@ -214,6 +242,7 @@ def run(
         Path | None, typer.Option(help="SQLite run store (default: runs/<grid name>.sqlite).")
     ] = None,
     data_dir: DataDir = None,
+    download: Download = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
     report_dir: Annotated[
         Path | None, typer.Option("--report", help="Write tables and plots here when done.")
@@ -232,12 +261,14 @@ def run(
     for c in configs:
         validate_config(c)
     path = store or Path("runs") / f"{spec.name}.sqlite"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _output_dir(path.parent, "--store's directory")
+    if report_dir is not None:
+        _output_dir(report_dir, "--report")
     with RunStore(path) as st:
         outcome = run_grid(
             configs,
             st,
-            lambda c: execute_run(c, data_dir=data_dir),
+            lambda c: execute_run(c, data_dir=data_dir, download=download),
             progress=not quiet,
             grid_name=spec.name,
         )
@@ -268,6 +299,7 @@ def report(
 
     if not store.exists():
         raise ConfigError(f"run store {store} does not exist")
+    _output_dir(out_dir, "--out")
     selection = load_grid(grid).selection if grid else None
     with RunStore(store) as st:
         paths = write_report(st, out_dir, selection=selection)
@@ -349,7 +381,7 @@ def reproduce(
             out.print(f"{key}: {repro.summary}")
         return
     repro = reproductions.get(name)
-    target = out_dir or Path("results") / name
+    target = _output_dir(out_dir or Path("results") / name, "--out")
     for p in repro.run(target, quick=quick, data_dir=data_dir, console=out,
                        only=tuple(only or ()), report_only=report_only, threads=threads):
         out.print(f"wrote {p}")
@@ -364,6 +396,7 @@ def demo(
 ) -> None:
     """The default demo: a small privacy-utility comparison on the built-in synthetic graph
     (no files, no network)."""
+    _output_dir(output, "--output")
     from dpgl.experiments.demo import run_demo
 
     run_demo(output, seeds=seeds, console=out)
@@ -394,6 +427,10 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, prog_name="dpgl")
     except DpglError as e:
         sys.stderr.write(f"error: {' '.join(str(e).split())}\n")  # always exactly one line
+        sys.exit(2)
+    except OSError as e:  # a file or directory the user named (reading or writing)
+        where = f"{e.filename}: " if e.filename else ""
+        sys.stderr.write(f"error: {where}{e.strerror or e}\n")
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -8,6 +8,7 @@ from typing import Any
 from torch_geometric.data import Data
 
 from dpgl.datasets.base import DatasetInfo, GraphDataset, Kind
+from dpgl.datasets.check import looks_corrupt
 from dpgl.datasets.download import DEFAULT_TIMEOUT, ensure_files, resolve_data_dir
 from dpgl.datasets.registry import ALIASES, DATASETS, DatasetSpec
 from dpgl.datasets.transforms import (
@@ -60,13 +61,17 @@ def dataset_info(name: str, data_dir: str | os.PathLike[str] | None = None) -> D
     missing = list(missing_structure)
     if spec.feature_file is not None and not spec.feature_file.local(root).is_file():
         missing.append(spec.feature_file.path)
+    files = [*spec.files, *([spec.feature_file] if spec.feature_file is not None else [])]
+    corrupt = {f.path: why for f in files if f.path not in missing
+               and (why := looks_corrupt(f.local(root))) is not None}
+    structure_corrupt = any(f.path in corrupt for f in spec.files)
     parts = [spec.source]
     if spec.note:
         parts.append(spec.note)
     return DatasetInfo(
         name=spec.name,
         kind=spec.kind,
-        available=not missing,
+        available=not missing and not corrupt,
         nodes=spec.stats.nodes,
         edges=spec.stats.edges,
         features=spec.stats.features,
@@ -74,8 +79,9 @@ def dataset_info(name: str, data_dir: str | os.PathLike[str] | None = None) -> D
         graphs=spec.stats.graphs,
         missing=missing,
         note="; ".join(parts),
-        structure_available=not missing_structure,
+        structure_available=not missing_structure and not structure_corrupt,
         aliases=tuple(a for a, target in ALIASES.items() if target == spec.name),
+        corrupt=corrupt,
     )
 
 

@@ -130,3 +130,5 @@ class DatasetInfo:
     note: str = ""
     structure_available: bool = True
     aliases: tuple[str, ...] = ()
+    #: files present but not usable, with why (:func:`dpgl.datasets.check.looks_corrupt`)
+    corrupt: dict[str, str] = field(default_factory=dict)

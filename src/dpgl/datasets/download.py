@@ -378,8 +378,8 @@ def missing_message(spec: FileSpec, data_dir: Path, dataset: str | None = None) 
     note = f" ({spec.note})" if spec.note else ""
     return (
         f"{who}file {spec.path} is missing{note}; expected at {spec.local(data_dir)}; "
-        f"download it from {spec.url}, or pass download=True (CLI: --download), or point "
-        f"--data-dir / {ENV_DATA_DIR} at a directory that has it"
+        f"download it from {spec.url}, or pass download=True (CLI: dpgl train/run "
+        f"--download), or point --data-dir / {ENV_DATA_DIR} at a directory that has it"
     )
 
 

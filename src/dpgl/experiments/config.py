@@ -107,8 +107,17 @@ class _FieldError(ConfigError):
 
 
 def _first_error(err: ValidationError) -> tuple[tuple[Any, ...], str]:
+    """The first problem's field path and message, with every other problem appended
+    (``; also field: message``), so that one run of a grid shows all of them."""
     errors = err.errors(include_url=False)
-    first = errors[0]
+    loc, msg = _one_error(errors[0])
+    for other in errors[1:]:
+        where, text = _one_error(other)
+        msg += f"; also {_loc(where)}: {text}" if where else f"; also {text}"
+    return loc, msg
+
+
+def _one_error(first: Any) -> tuple[tuple[Any, ...], str]:
     loc = tuple(first["loc"])
     msg = first["msg"]
     kind = first["type"]
@@ -124,8 +133,6 @@ def _first_error(err: ValidationError) -> tuple[tuple[Any, ...], str]:
         if len(shown) > 60:
             shown = shown[:57] + "..."
         msg = f"{msg}, got {shown}"
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more error{'s' if len(errors) > 2 else ''})"
     return loc, msg
 
 

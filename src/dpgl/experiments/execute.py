@@ -28,8 +28,9 @@ _RTOL = 1e-9
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_dataset(name: str, data_dir: str | None, options: tuple[tuple[str, Any], ...]) -> Any:
-    return load_dataset(name, data_dir, **dict(options))
+def _cached_dataset(name: str, data_dir: str | None, options: tuple[tuple[str, Any], ...],
+                    download: bool = False) -> Any:
+    return load_dataset(name, data_dir, download=download, **dict(options))
 
 
 def validate_config(config: RunConfig) -> None:
@@ -140,12 +141,15 @@ def check_report(method: Method, params: Params, epsilon: float | None,
                                    f"than {delta_param}={allowed:g}")
 
 
-def execute_run(config: RunConfig, *, data_dir: str | Path | None = None) -> RunResult:
-    """Run ``config`` once. Deterministic: the same config gives the same numbers."""
+def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
+                download: bool = False) -> RunResult:
+    """Run ``config`` once. Deterministic: the same config gives the same numbers.
+    ``download``: fetch missing dataset files (checksummed) into the data directory."""
     start = time.perf_counter()
     method, params, data = _resolve(config)
     options = tuple(data.model_dump().items())
-    dataset = _cached_dataset(config.dataset, None if data_dir is None else str(data_dir), options)
+    dataset = _cached_dataset(config.dataset, None if data_dir is None else str(data_dir), options,
+                              download)
     loaded = time.perf_counter()
     accountant = Accountant()
     ctx = RunContext(
