@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import command_line, csv_items
+from _common import chosen_names, command_line, csv_items
 
 FIELDS = ("audit", "shipped", "target_epsilon", "claimed_epsilon", "claimed_delta",
           "empirical_lower_bound", "m", "included", "guesses", "k_plus", "k_minus", "correct",
@@ -204,11 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     eps_list = [float(e) for e in csv_items(args.eps)]
-    names = (list_central_audits(include_broken=True) if args.methods == "all"
-             else csv_items(args.methods))
-    for n in names:
-        if n not in CENTRAL_AUDITS:
-            ap.error(f"unknown audit {n!r}; choose from {', '.join(CENTRAL_AUDITS)}")
+    names = chosen_names(ap, args.methods, list_central_audits(include_broken=True),
+                         CENTRAL_AUDITS, "audit")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = command_line("privacy_audit.py", argv)

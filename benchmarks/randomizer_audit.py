@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import command_line, csv_items
+from _common import chosen_names, command_line, csv_items
 
 
 def _local_rows(names: list[str], eps_list: list[float], seed: int, trials: int | None
@@ -189,11 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     from dpgl.audit.local import LOCAL_AUDITS
     eps_list = [float(e) for e in csv_items(args.eps)]
     prof_eps = [float(e) for e in csv_items(args.profile_eps)]
-    names = ([n for n, a in LOCAL_AUDITS.items() if a.shipped] if args.audits == "all"
-             else csv_items(args.audits))
-    for n in names:
-        if n not in LOCAL_AUDITS:
-            ap.error(f"unknown randomizer audit {n!r}; choose from {', '.join(LOCAL_AUDITS)}")
+    names = chosen_names(ap, args.audits, [n for n, a in LOCAL_AUDITS.items() if a.shipped],
+                         LOCAL_AUDITS, "randomizer audit")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     command = command_line("randomizer_audit.py", argv)

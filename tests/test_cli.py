@@ -8,20 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dpgl.cli import main
+from _cli import run_cli
 
 FAST = ["-p", "epochs=30", "-p", "patience=10"]
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run the CLI in-process; return (exit code, stdout, stderr)."""
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_entry_point_train_json_prints_one_object() -> None:

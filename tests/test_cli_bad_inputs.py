@@ -9,17 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dpgl.cli import main
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from _cli import run_cli
 
 
 def _one_line_error(code: int, err: str, *needles: str) -> None:

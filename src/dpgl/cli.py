@@ -409,6 +409,8 @@ def _one_line_warnings() -> None:
     from dpgl.errors import DpglDeprecationWarning
 
     default = warnings.showwarning
+    if getattr(default, "dpgl_one_line", False):
+        return  # installed by an earlier main() in this process
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
              file: Any = None, line: str | None = None) -> None:
@@ -417,6 +419,7 @@ def _one_line_warnings() -> None:
         else:
             default(message, category, filename, lineno, file, line)
 
+    show.dpgl_one_line = True  # type: ignore[attr-defined]
     warnings.showwarning = show
 
 

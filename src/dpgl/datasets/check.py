@@ -13,25 +13,22 @@ _ZIP_END = b"PK\x05\x06"  # end-of-central-directory record: missing when a zip 
 _PICKLE = b"\x80"  # protocol 2+ pickle (Planetoid's raw ind.* arrays)
 
 
-def _tail(path: Path, size: int, n: int) -> bytes:
-    with path.open("rb") as f:
-        f.seek(max(size - n, 0))
-        return f.read()
-
-
 def looks_corrupt(path: Path) -> str | None:
     """Why ``path`` cannot be a good file of its kind (None when it looks fine)."""
     try:
         size = path.stat().st_size
         if size == 0:
             return "empty"
+        suffix, tail = path.suffix.lower(), b""
         with path.open("rb") as f:
             head = f.read(4096)
-        suffix = path.suffix.lower()
+            if suffix in (".npz", ".zip") and head.startswith(b"PK"):
+                f.seek(max(size - 65_557, 0))  # the end record sits in the last 64 KiB + 22 B
+                tail = f.read()
         if suffix in (".npz", ".zip"):
             if not head.startswith(b"PK"):
                 return "not a zip archive"
-            if _ZIP_END not in _tail(path, size, 65_557):
+            if _ZIP_END not in tail:
                 return "truncated zip archive"
         elif suffix == ".json":
             if head.lstrip()[:1] not in (b"{", b"["):
