@@ -186,8 +186,7 @@ def train(
 ) -> None:
     """Train and evaluate one run; print its metrics and privacy report."""
     from dpgl.experiments.config import RunConfig
-    from dpgl.experiments.execute import execute_run
-    from dpgl.privacy import PrivacyReport
+    from dpgl.experiments.execute import execute_run, validate_config
 
     params = dict(_parse_param(p) for p in (param or []))
     if non_private_fraction is not None:  # the one way to pass a parameter is -p
@@ -209,6 +208,7 @@ def train(
         seed=seed,
         params=params,
     )
+    validate_config(config)  # every name and value, before torch is imported
     result = execute_run(config, data_dir=data_dir, download=download)
     if as_json:
         payload = {"config": config.canonical(), **result.model_dump()}
@@ -222,6 +222,8 @@ def train(
         table.add_row(k, f"{v:.4f}")
     table.add_row("seconds", f"{result.timing['total']:.2f}")
     out.print(table)
+    from dpgl.privacy import PrivacyReport
+
     out.print(PrivacyReport.from_dict(result.privacy).render(), markup=False)
 
 
@@ -251,9 +253,6 @@ def run(
     """Run a grid; finished runs are stored and skipped when the grid is run again."""
     from dpgl.experiments.execute import execute_run, validate_config
     from dpgl.experiments.grid import load_grid
-    from dpgl.experiments.report import write_report
-    from dpgl.experiments.runner import run_grid
-    from dpgl.experiments.store import RunStore
     from dpgl.methods import get_method
 
     spec = load_grid(grid)
@@ -264,6 +263,9 @@ def run(
     _output_dir(path.parent, "--store's directory")
     if report_dir is not None:
         _output_dir(report_dir, "--report")
+    from dpgl.experiments.report import write_report
+    from dpgl.experiments.runner import run_grid
+    from dpgl.experiments.store import RunStore
     with RunStore(path) as st:
         outcome = run_grid(
             configs,

@@ -13,13 +13,15 @@ where floating-point sampling leaks (Mironov 2012), use the exact integer sample
 from __future__ import annotations
 
 import secrets
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, TypeAlias
 
 from dpgl.errors import ConfigError
 
-SeedLike = int | np.random.Generator | None
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+SeedLike: TypeAlias = "int | np.random.Generator | None"
 
 
 def make_rng(seed: SeedLike = None, *, secure: bool = False) -> np.random.Generator:
@@ -29,6 +31,7 @@ def make_rng(seed: SeedLike = None, *, secure: bool = False) -> np.random.Genera
     or ``None`` together with ``secure=True`` (OS entropy, for deployment). ``None`` without
     ``secure=True`` is refused, so that an experiment never silently becomes irreproducible.
     """
+    import numpy as np
     if isinstance(seed, np.random.Generator):
         return seed
     if seed is None:
@@ -45,6 +48,7 @@ def make_rng(seed: SeedLike = None, *, secure: bool = False) -> np.random.Genera
 
 def torch_generator(rng: np.random.Generator) -> torch.Generator:
     """A ``torch.Generator`` seeded from ``rng`` (deterministic given ``rng``'s state)."""
+    import torch
     g = torch.Generator()
     g.manual_seed(int(rng.integers(0, 2**63 - 1)))
     return g

@@ -157,16 +157,16 @@ def test_one_report_per_user_labels() -> None:
 
 def test_stratified_splits_read_only_the_reported_labels(monkeypatch) -> None:
     """With label-LDP, stratification uses the users' reports, never the true labels."""
-    import dpgl.methods.common as common
+    import dpgl.graph.splits as splits
 
     seen: list[torch.Tensor] = []
-    orig = common.random_node_split
+    orig = splits.random_node_split
 
     def spy(*a, **kw):
         seen.append(kw["labels"])
         return orig(*a, **kw)
 
-    monkeypatch.setattr(common, "random_node_split", spy)
+    monkeypatch.setattr(splits, "random_node_split", spy)
     r = execute_run(RunConfig(dataset="csbm", method="lpgnn", epsilon=1.0, seed=0,
                               params={"epochs": 2, "feature_steps": 1, "stratify": True,
                                       "label_epsilon": 0.5}))

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Any
-
-from torch_geometric.data import Data
+from typing import TYPE_CHECKING, Any
 
 from dpgl.datasets.base import DatasetInfo, GraphDataset, Kind
 from dpgl.datasets.check import looks_corrupt
 from dpgl.datasets.download import DEFAULT_TIMEOUT, ensure_files, resolve_data_dir
 from dpgl.datasets.registry import ALIASES, DATASETS, DatasetSpec
-from dpgl.datasets.transforms import (
-    NormalizeFeatures01,
-    OneHotDegreeClipped,
-    TopKClasses,
-    largest_component,
-)
 from dpgl.errors import ConfigError, unknown_name
-from dpgl.rng import make_rng
+
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
 
 FEATURE_MODES = ("raw", "one-hot-degree")
 DEFAULT_MAX_DEGREE = 64
@@ -144,6 +138,13 @@ def load_dataset(
     [0, 1]). Synthetic datasets also take their generator options (``csbm``: num_nodes,
     num_classes, avg_degree, homophily, num_features, mean_distance; ``ba``: num_nodes, m).
     """
+    from dpgl.datasets.transforms import (
+        NormalizeFeatures01,
+        OneHotDegreeClipped,
+        TopKClasses,
+        largest_component,
+    )
+    from dpgl.rng import make_rng
     spec = get_spec(name)
     _check_options(spec, features, options)
     max_degree = options.pop("max_degree", DEFAULT_MAX_DEGREE)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
-
-import numpy as np
-import torch
-from torch_geometric.data import Data
+from typing import TYPE_CHECKING, Literal
 
 from dpgl.errors import DatasetError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from torch_geometric.data import Data
 
 Kind = Literal["node", "graph"]
 
@@ -28,6 +29,8 @@ def undirected_edge_index(
     Edge weights and direction in the input are ignored (the graphs are simple and
     undirected). Out-of-range node ids raise :class:`~dpgl.errors.DatasetError`.
     """
+    import numpy as np
+    import torch
     s = np.asarray(src.numpy() if isinstance(src, torch.Tensor) else src).astype(np.int64)
     d = np.asarray(dst.numpy() if isinstance(dst, torch.Tensor) else dst).astype(np.int64)
     s, d = s.reshape(-1), d.reshape(-1)
@@ -76,6 +79,8 @@ class GraphDataset:
 
     def __getitem__(self, index: int | slice | Sequence[int] | torch.Tensor | np.ndarray):
         """One graph for an integer, a :class:`GraphDataset` for a slice or index array."""
+        import numpy as np
+        import torch
         if isinstance(index, (int, np.integer)):
             return self.graphs[int(index)]
         if isinstance(index, slice):
@@ -88,6 +93,7 @@ class GraphDataset:
     @property
     def y(self) -> torch.Tensor:
         """Graph labels, int64 ``[len(self)]``."""
+        import torch
         if not self.graphs:
             return torch.empty(0, dtype=torch.long)
         return torch.cat([g.y.reshape(-1) for g in self.graphs])
@@ -100,6 +106,7 @@ class GraphDataset:
 
     @property
     def avg_nodes(self) -> float:
+        import numpy as np
         return float(np.mean([g.num_nodes for g in self.graphs])) if self.graphs else 0.0
 
     def __repr__(self) -> str:

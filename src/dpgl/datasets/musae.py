@@ -15,14 +15,15 @@ import json
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
-import torch
-from torch_geometric.data import Data
+from typing import TYPE_CHECKING
 
 from dpgl.datasets.base import undirected_edge_index
 from dpgl.errors import DatasetError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+    from torch_geometric.data import Data
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class MusaeFormat:
 
 
 def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
+    import pandas as pd
     try:
         return pd.read_csv(path, **kwargs)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError, OSError) as exc:
@@ -44,6 +46,7 @@ def _read_csv(path: Path, **kwargs) -> pd.DataFrame:
 
 def read_edges(path: Path, num_nodes: int) -> torch.Tensor:
     """The undirected edge index of a two-column edge csv (header row skipped)."""
+    import numpy as np
     df = _read_csv(path)
     if df.shape[1] != 2:
         raise DatasetError(f"{path.name}: expected two columns, got {list(df.columns)}")
@@ -56,6 +59,9 @@ def read_edges(path: Path, num_nodes: int) -> torch.Tensor:
 
 def read_targets(path: Path, fmt: MusaeFormat) -> tuple[torch.Tensor, list[str] | None]:
     """Labels ordered by node id; the ids must be exactly ``0..n-1``."""
+    import numpy as np
+    import pandas as pd
+    import torch
     df = _read_csv(path)
     missing = {fmt.id_column, fmt.label_column} - set(df.columns)
     if missing:
@@ -96,6 +102,8 @@ def read_targets(path: Path, fmt: MusaeFormat) -> tuple[torch.Tensor, list[str] 
 
 def read_features(path: Path, num_nodes: int, num_features: int | None) -> torch.Tensor:
     """Multi-hot float32 ``[num_nodes, num_features]`` matrix from a features json."""
+    import numpy as np
+    import torch
     try:
         with open(path, encoding="utf-8") as fh:
             raw = json.load(fh)
@@ -123,6 +131,7 @@ def read_features(path: Path, num_nodes: int, num_features: int | None) -> torch
 
 def read_musae(edges: Path, target: Path, features: Path | None, fmt: MusaeFormat) -> Data:
     """Assemble a MUSAE dataset; ``features=None`` leaves ``x`` unset (no feature file)."""
+    from torch_geometric.data import Data
     y, _ = read_targets(target, fmt)
     n = int(y.numel())
     edge_index = read_edges(edges, n)

@@ -34,7 +34,6 @@ try:  # numpy >= 2
 except ImportError:  # pragma: no cover - numpy 1.x
     from numpy.core.multiarray import _reconstruct  # type: ignore[no-redef]
 
-PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 
 # (module, name) as written in the pickle -> object. Python-2 names appear as written
 # (``__builtin__``), since the mapping to Python-3 names happens in the default find_class.

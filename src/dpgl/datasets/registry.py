@@ -20,15 +20,17 @@ from typing import Any
 from dpgl.datasets.base import GraphDataset, Kind
 from dpgl.datasets.download import FileSpec, Source
 from dpgl.datasets.musae import MusaeFormat, read_musae
-from dpgl.datasets.npz import read_npz
-from dpgl.datasets.planetoid import PARTS, read_planetoid
-from dpgl.datasets.tu import read_tu_zip
+
+# The readers of the numeric formats import torch / SciPy / pandas, so the registry imports
+# them when a dataset is read: listing datasets or checking a name stays cheap.
 
 PLANETOID_COMMIT = "af6abf468a772cc055bec88c52e4d6f51b7c37e3"  # kimiyoung/planetoid
 GNN_BENCHMARK_COMMIT = "1e72912a"  # shchur/gnn-benchmark (short id, as in the MANIFEST)
 PPNP_COMMIT = "394425a9eeffbd95c09d68d6f0e1473ac9c2fd4a"  # klicperajo/ppnp, now gasteigerjo/ppnp
 TU_HOME = "https://www.chrsmrrs.com/graphkerneldatasets"
 SNAP_HOME = "https://snap.stanford.edu/data"
+# the eight files of a Planetoid dataset (ind.NAME.PART)
+PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
 
 # sha256 of the offline copies (MANIFEST.md), plus PubMed's allx (listed there, not shipped).
 SHA256: dict[str, str] = {
@@ -177,11 +179,14 @@ for _name, _stats in _PLANETOID_STATS.items():
             f"planetoid/raw/ind.{_name}.{part}",
             Source(github_raw("kimiyoung/planetoid", PLANETOID_COMMIT, f"data/ind.{_name}.{part}")),
         )
-        for part in PARTS
+        for part in PLANETOID_PARTS
     )
 
     def _read_planetoid(paths: dict[str, Path], _n: str = _name) -> Any:
-        return read_planetoid({p: paths[f"planetoid/raw/ind.{_n}.{p}"] for p in PARTS}, _n)
+        from dpgl.datasets.planetoid import read_planetoid
+
+        parts = {p: paths[f"planetoid/raw/ind.{_n}.{p}"] for p in PLANETOID_PARTS}
+        return read_planetoid(parts, _n)
 
     _register(
         DatasetSpec(
@@ -206,10 +211,14 @@ for _name, _stats in _PLANETOID_STATS.items():
 
 
 def _read_npz_at(path: str, paths: dict[str, Path]) -> Any:
+    from dpgl.datasets.npz import read_npz
+
     return read_npz(paths[path])
 
 
 def _read_tu_at(path: str, tu_name: str, paths: dict[str, Path]) -> Any:
+    from dpgl.datasets.tu import read_tu_zip
+
     return read_tu_zip(paths[path], tu_name)
 
 

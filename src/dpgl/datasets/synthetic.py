@@ -13,17 +13,19 @@
 from __future__ import annotations
 
 import math
-
-import numpy as np
-import torch
-from torch_geometric.data import Data
+from typing import TYPE_CHECKING
 
 from dpgl.datasets.base import undirected_edge_index
 from dpgl.errors import ConfigError
 from dpgl.rng import SeedLike, make_rng
 
+if TYPE_CHECKING:
+    import numpy as np
+    from torch_geometric.data import Data
+
 
 def _check_int(value: object, name: str, low: int) -> int:
+    import numpy as np
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(value)
@@ -41,6 +43,7 @@ def _check_float(value: object, name: str, low: float, high: float) -> float:
 
 def triu_pairs(t: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """Map linear indices ``t`` in ``[0, m(m-1)/2)`` to pairs ``i < j`` (row-major order)."""
+    import numpy as np
     t = np.asarray(t, dtype=np.int64)
 
     def offset(i: np.ndarray) -> np.ndarray:  # index of the first pair of row i
@@ -80,6 +83,9 @@ def csbm(
     Edges are drawn per block pair: a binomial count, then that many distinct positions
     uniformly (never an ``n x n`` matrix).
     """
+    import numpy as np
+    import torch
+    from torch_geometric.data import Data
     n = _check_int(num_nodes, "num_nodes", 2)
     c = _check_int(num_classes, "num_classes", 1)
     d = _check_int(num_features, "num_features", 1)
@@ -141,6 +147,7 @@ def barabasi_albert_edges(num_nodes: int, m: int, rng: np.random.Generator) -> n
     targets of one node are merged later, so the graph has slightly fewer than
     ``m(m+1)/2 + (n-m-1) m`` edges; there are no self-loops.
     """
+    import numpy as np
     n, k = num_nodes, m
     ci, cj = np.triu_indices(k + 1, 1)
     e0 = ci.size  # clique edges
@@ -180,6 +187,8 @@ def barabasi_albert(num_nodes: int = 1000, m: int = 5, *, rng: SeedLike = 0) -> 
     (``[n, 1]``) and ``y`` is all zeros (one class). Generation is linear in ``n m``
     (10^6 nodes with m = 5 take a few seconds).
     """
+    import torch
+    from torch_geometric.data import Data
     n = _check_int(num_nodes, "num_nodes", 2)
     k = _check_int(m, "m", 1)
     if k >= n:

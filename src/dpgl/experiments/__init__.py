@@ -12,17 +12,24 @@ The single-run executor (``execute.py``) plugs into :func:`run_grid` as ``run_fn
 See docs/experiments.md.
 """
 
-from dpgl.experiments.config import RunConfig, RunResult
-from dpgl.experiments.grid import GridSpec, MethodSpec, SelectionSpec, load_grid
-from dpgl.experiments.report import (
-    plot_privacy_utility,
-    summarize,
-    to_csv,
-    to_markdown,
-    write_report,
-)
-from dpgl.experiments.runner import GridInterrupted, GridOutcome, RunFailure, run_grid
-from dpgl.experiments.store import RunStore
+from typing import TYPE_CHECKING
+
+from dpgl._lazy import attach
+
+if TYPE_CHECKING:
+    from dpgl.experiments.config import RunConfig, RunResult
+    from dpgl.experiments.grid import GridSpec, MethodSpec, SelectionSpec, load_grid
+    from dpgl.experiments.report import (
+        plot_privacy_utility,
+        summarize,
+        to_csv,
+        to_markdown,
+        write_report,
+    )
+    from dpgl.experiments.runner import GridInterrupted, GridOutcome, RunFailure, run_grid
+    from dpgl.experiments.store import RunStore
+
+__getattr__, __dir__ = attach(__name__, __file__)
 
 __all__ = [
     "GridInterrupted",

@@ -13,13 +13,19 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from dpgl.errors import ConfigError
+
+
+def _numpy() -> Any:
+    """NumPy if it is loaded, else None: a NumPy value can only exist once NumPy is imported,
+    so the checks below never import it (argument errors stay fast)."""
+    return sys.modules.get("numpy")
 
 #: Fields of :class:`RunConfig` that may not be repeated inside ``params``.
 RESERVED_PARAMS = ("task", "dataset", "method", "model", "epsilon", "seed", "data")
@@ -44,9 +50,10 @@ def canonical_value(value: Any, where: str = "value") -> Any:
     """
     if value is None or isinstance(value, (bool, str)):
         return value
-    if isinstance(value, np.ndarray):
+    np = _numpy()
+    if np is not None and isinstance(value, np.ndarray):
         return canonical_value(value.tolist(), where)
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return canonical_value(value.item(), where)
     if isinstance(value, int):
         return int(value)
@@ -235,7 +242,8 @@ class RunConfig(_Model):
     def _seed(cls, v: Any) -> Any:
         if isinstance(v, bool):
             raise ValueError(f"must be an integer >= 0, got {v!r}")
-        if isinstance(v, np.integer):
+        np = _numpy()
+        if np is not None and isinstance(v, np.integer):
             return int(v)
         return v
 
@@ -365,7 +373,9 @@ def _float_map(v: Any, field: str) -> dict[str, float]:
         if x is None:  # undefined (e.g. AUC with one class): stored as NaN
             out[k] = math.nan
             continue
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        np = _numpy()
+        numpy_number = np is not None and isinstance(x, (np.integer, np.floating))
+        if isinstance(x, bool) or not (isinstance(x, (int, float)) or numpy_number):
             raise ValueError(f"{field}[{k!r}] must be a number, got {x!r}")
         out[k] = float(x)
     return out
@@ -410,9 +420,10 @@ class RunResult(_Model):
 def _jsonable(value: Any) -> Any:
     """Plain JSON data (NumPy scalars/arrays converted; NaN and inf kept; other objects as
     their ``str``) for the free-form ``privacy`` and ``info`` dictionaries."""
-    if isinstance(value, np.ndarray):
+    np = _numpy()
+    if np is not None and isinstance(value, np.ndarray):
         return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
+    if np is not None and isinstance(value, np.generic):
         return value.item()
     if value is None or isinstance(value, (bool, int, float, str)):
         return value

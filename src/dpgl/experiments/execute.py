@@ -8,7 +8,7 @@ import functools
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpgl import __version__
 from dpgl.datasets import dataset_kind, load_dataset
@@ -16,9 +16,12 @@ from dpgl.errors import ConfigError, PrivacyError
 from dpgl.experiments.config import RunConfig, RunResult
 from dpgl.methods.base import Method, RunContext, check_task, get_method
 from dpgl.methods.params import DataParams, Params
-from dpgl.nn.models import canonical_model_name
-from dpgl.privacy import Accountant, PrivacyReport, Unit
+from dpgl.nn.names import canonical_model_name
+from dpgl.privacy import Unit
 from dpgl.rng import make_rng
+
+if TYPE_CHECKING:
+    from dpgl.privacy import PrivacyReport
 
 __all__ = ["check_report", "execute_run", "validate_config"]
 
@@ -61,9 +64,9 @@ def _check_data_params(method: Method, params: Params, data: DataParams) -> None
 def _resolve(config: RunConfig) -> tuple[Method, Params, DataParams]:
     """The config's method, validated parameters and data section, after every name and value
     check."""
+    kind = dataset_kind(config.dataset)  # first: a dataset name needs no method module
     method = get_method(config.method)
     check_task(method, config.task)
-    kind = dataset_kind(config.dataset)
     if kind != config.task:
         raise ConfigError(
             f"dataset {config.dataset!r} is a {kind}-classification dataset; use --task {kind}"
@@ -145,6 +148,7 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
                 download: bool = False) -> RunResult:
     """Run ``config`` once. Deterministic: the same config gives the same numbers.
     ``download``: fetch missing dataset files (checksummed) into the data directory."""
+    from dpgl.privacy import Accountant
     start = time.perf_counter()
     method, params, data = _resolve(config)
     options = tuple(data.model_dump().items())

@@ -7,12 +7,19 @@ Laplace degree), :class:`LocalLap` (Laplace bits: L-DpGCN / LocalLap), :class:`L
 (noisy degree vectors). See docs/edge-ldp.md.
 """
 
-from dpgl.mechanisms.blink import BlinkClient, BlinkReport
-from dpgl.mechanisms.dprr import DPRR, DPRRReport, dprr_budget, dprr_sampling_probability
-from dpgl.mechanisms.lap import LapCandidates, LapReport, LocalLap
-from dpgl.mechanisms.ldpgen import LDPGenClient
-from dpgl.mechanisms.rr import RR, DirectedReports
-from dpgl.mechanisms.symrr import SymRR
+from typing import TYPE_CHECKING
+
+from dpgl._lazy import attach
+
+if TYPE_CHECKING:
+    from dpgl.mechanisms.blink import BlinkClient, BlinkReport
+    from dpgl.mechanisms.dprr import DPRR, DPRRReport, dprr_budget, dprr_sampling_probability
+    from dpgl.mechanisms.lap import LapCandidates, LapReport, LocalLap
+    from dpgl.mechanisms.ldpgen import LDPGenClient
+    from dpgl.mechanisms.rr import RR, DirectedReports
+    from dpgl.mechanisms.symrr import SymRR
+
+__getattr__, __dir__ = attach(__name__, __file__)
 
 __all__ = [
     "DPRR",

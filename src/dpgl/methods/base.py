@@ -12,14 +12,15 @@ import importlib
 import pkgutil
 from abc import ABC
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.methods.params import Params
-from dpgl.nn.models import canonical_model_name
+from dpgl.nn.names import canonical_model_name
 from dpgl.privacy import Unit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass

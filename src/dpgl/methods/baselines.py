@@ -9,7 +9,6 @@ from typing import ClassVar
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, run_graph_classification, train_node_model
 from dpgl.methods.params import GraphParams, NodeParams, Params
-from dpgl.nn import PreparedGraph
 from dpgl.privacy import Unit
 
 
@@ -26,6 +25,7 @@ class NonPrivate(Method):
         return run_graph_classification(ctx)
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
+        from dpgl.nn import PreparedGraph
         acc = ctx.accountant
         acc.spend_nonprivate("neighbor lists", "true edges used as is", Unit.EDGE_LDP)
         data = ctx.dataset

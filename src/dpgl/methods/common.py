@@ -3,16 +3,17 @@ estimated) graph, and the graph-classification pipeline."""
 
 from __future__ import annotations
 
-import torch
-from torch_geometric.data import Data
+from typing import TYPE_CHECKING
 
-from dpgl.graph.splits import graph_split, random_node_split
 from dpgl.methods.base import MethodOutput, RunContext
 from dpgl.methods.params import GraphParams, NodeParams
-from dpgl.nn import PreparedGraph, build_node_model
-from dpgl.nn.layers import sparse_features
 from dpgl.rng import spawn
-from dpgl.train import train_graph_classifier, train_node_classifier
+
+if TYPE_CHECKING:
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.nn import PreparedGraph
 
 
 def node_split(ctx: RunContext, data: Data, *, labels: torch.Tensor | None = None
@@ -21,6 +22,7 @@ def node_split(ctx: RunContext, data: Data, *, labels: torch.Tensor | None = Non
     stratified on ``labels``: methods whose labels are label-LDP pass the users' *reported*
     labels, so the split never reads a private label (default: ``data.y``, for methods that
     use the labels as is)."""
+    from dpgl.graph.splits import random_node_split
     p = ctx.params
     assert isinstance(p, NodeParams)
     split = random_node_split(
@@ -47,6 +49,11 @@ def train_node_model(
     train_targets: torch.Tensor | None = None,
 ) -> MethodOutput:
     """Train ``model`` (default: the run's model) on features ``x`` over ``graph``."""
+    import torch
+
+    from dpgl.nn import build_node_model
+    from dpgl.nn.layers import sparse_features
+    from dpgl.train import train_node_classifier
     p = ctx.params
     assert isinstance(p, NodeParams)
     kind = model or ctx.model
@@ -77,6 +84,11 @@ def train_node_model(
 def run_graph_classification(ctx: RunContext) -> MethodOutput:
     """GIN-0 on the true graphs of a graph dataset (DPRR Sec. 5.1; the non-private baseline).
     Node features are constant (unattributed graphs)."""
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.graph.splits import graph_split
+    from dpgl.train import train_graph_classifier
     p = ctx.params
     assert isinstance(p, GraphParams)
     ds = ctx.dataset

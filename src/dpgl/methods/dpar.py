@@ -44,48 +44,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import numpy as np
-import scipy.sparse as sp
-import torch
 from pydantic import Field, model_validator
-from scipy import optimize
-from torch_geometric.data import Data
 
-from dpgl.central.accounting import (
-    kairouz_total_epsilon,
-    paper_em_vector_epsilon,
-    paper_gm_vector_epsilon,
-    paper_sgd_epsilon,
-)
-from dpgl.central.dp_appr import (
-    DPAPPRExponential,
-    DPAPPRGaussian,
-    cap_column_occurrences,
-    clip_columns_l1,
-    max_column_occurrences,
-    topk_nonprivate,
-)
-from dpgl.central.inductive import make_inductive, node_subsample
 from dpgl.errors import ConfigError
-from dpgl.graph.ppr import adjacency, ista_ppr, ppr_power_iteration_logits
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.features_dpsgd import public_subsample_size
 from dpgl.methods.params import NodeDPParams, Params, Renamed
-from dpgl.nn.decoupled import DecoupledMLP, dpar_example_loss
-from dpgl.privacy import (
-    Accountant,
-    Unit,
-    current_accountant,
-    gaussian_noise_multiplier,
-    per_release_epsilon,
-    subsampled_inner_target,
-)
-from dpgl.privacy.multiterm import quiet_absl
+from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDAccounting, train_dpsgd
-from dpgl.train.metrics import evaluate_logits
+
+if TYPE_CHECKING:
+    import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.central.dp_appr import DPAPPRExponential, DPAPPRGaussian
+    from dpgl.nn.decoupled import DecoupledMLP
 
 __all__ = ["DPARParams", "run_dpar", "train_dpar"]
 
@@ -148,6 +127,7 @@ class _Noise:
 
 def _setup(universe: int, p: DPARParams, src_rng: np.random.Generator) -> _Setup:
     """Everything public about a run over a universe of ``universe`` training ids."""
+    import numpy as np
     if p.num_sources > universe:
         raise ConfigError(f"num_sources={p.num_sources} exceeds the {universe} training ids")
     if universe < p.k:
@@ -163,6 +143,10 @@ def _appr(sub: object, ids: np.ndarray, universe: int, sources: np.ndarray, p: D
           ) -> sp.csr_matrix:
     """(M, N) APPR of the sample: one row per source id, one column per universe id; rows of
     sources that are not in the sample and columns of absent ids are zero."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from dpgl.graph.ppr import adjacency, ista_ppr
     n_sub = int(sub.num_nodes)  # type: ignore[attr-defined]
     adj = adjacency(sub.edge_index, n_sub, self_loops=True)  # type: ignore[attr-defined]
     pos = np.searchsorted(ids, sources)
@@ -179,6 +163,9 @@ def _appr(sub: object, ids: np.ndarray, universe: int, sources: np.ndarray, p: D
 def _calibrate(variant: str, p: DPARParams, setup: _Setup, eps: float | None) -> _Noise:
     """DP-APPR noise: verified (``accounting="dpgl"``, a ``share`` of the inner budget) or
     from the paper's statements."""
+    from dpgl.central.accounting import kairouz_total_epsilon, paper_gm_vector_epsilon
+    from dpgl.central.dp_appr import DPAPPRGaussian
+    from dpgl.privacy import gaussian_noise_multiplier, per_release_epsilon, subsampled_inner_target
     m = setup.sources.size
     share = p.appr_share if p.sgd == "dp" else 1.0
     if p.accounting == "dpgl":
@@ -212,6 +199,7 @@ def _calibrate(variant: str, p: DPARParams, setup: _Setup, eps: float | None) ->
 
 def _appr_randomizer(variant: str, p: DPARParams, noise: _Noise, d_half: float
                      ) -> DPAPPRExponential | DPAPPRGaussian:
+    from dpgl.central.dp_appr import DPAPPRExponential, DPAPPRGaussian
     if variant in ("em0", "em1"):
         assert noise.eps_vector is not None
         return DPAPPRExponential(p.k, noise.eps_vector, clip=p.clip_em,
@@ -223,6 +211,7 @@ def _appr_randomizer(variant: str, p: DPARParams, noise: _Noise, d_half: float
 
 def _release(variant: str, appr: sp.csr_matrix, p: DPARParams, noise: _Noise, d_half: float,
              rng: np.random.Generator) -> sp.csr_matrix:
+    from dpgl.central.dp_appr import topk_nonprivate
     if variant == "nonprivate":
         return topk_nonprivate(appr, p.k)
     return _appr_randomizer(variant, p, noise, d_half).release(appr, rng)
@@ -233,6 +222,10 @@ def _propagation_matrix(released: sp.csr_matrix, sources: np.ndarray, ids: np.nd
                         ) -> tuple[sp.csr_matrix, int]:
     """Pi over the universe: released rows for the present sources, identity rows for the
     other present nodes, no row for absent ids; occurrences capped, columns clipped."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from dpgl.central.dp_appr import cap_column_occurrences, clip_columns_l1, max_column_occurrences
     present = np.zeros(universe, dtype=bool)
     present[ids] = True
     rel = released.tocoo()
@@ -256,6 +249,8 @@ def _examples(pi: sp.csr_matrix, ids: np.ndarray, x: torch.Tensor, y: torch.Tens
               universe: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One example per present node: padded (feats [n, S, d], weights [n, S], labels [n]);
     a weight on an absent id multiplies a zero feature row."""
+    import numpy as np
+    import torch
     x_u = torch.zeros(universe, x.size(1), dtype=x.dtype)
     x_u[torch.from_numpy(ids)] = x
     sub = pi[ids]
@@ -274,6 +269,13 @@ def _calibrate_sgd(variant: str, p: DPARParams, setup: _Setup, noise: _Noise,
                    eps: float | None, max_other: int) -> tuple[float, dict[str, float]]:
     """DP-SGD noise multiplier: verified (the inner total of the charges the run makes, dry
     run, <= the inner budget) or from the paper's DP-SGD statement."""
+    from scipy import optimize
+
+    from dpgl.central.accounting import paper_sgd_epsilon
+    from dpgl.central.dp_appr import DPAPPRExponential
+    from dpgl.privacy import Accountant, subsampled_inner_target
+    from dpgl.privacy.multiterm import quiet_absl
+    from dpgl.train.dpsgd import DPSGDAccounting
     if p.accounting == "paper":
         assert p.paper_epsilon is not None
         z = _paper_sgd_z((1 - p.appr_share) * p.paper_epsilon, setup.q, setup.steps, p.delta,
@@ -319,6 +321,9 @@ def _calibrate_sgd(variant: str, p: DPARParams, setup: _Setup, noise: _Noise,
 
 def _paper_em_step(eps_prime: float, k: int, delta0: float) -> float:
     """eps per peeling step such that DPAR's per-vector formula gives ``eps_prime``."""
+    from scipy import optimize
+
+    from dpgl.central.accounting import paper_em_vector_epsilon
     f = lambda e: paper_em_vector_epsilon(e, k, delta0) - eps_prime  # noqa: E731
     hi = eps_prime
     while f(hi) < 0:
@@ -327,6 +332,9 @@ def _paper_em_step(eps_prime: float, k: int, delta0: float) -> float:
 
 
 def _paper_sgd_z(target: float, q: float, steps: int, delta: float, sub: float) -> float:
+    from scipy import optimize
+
+    from dpgl.central.accounting import paper_sgd_epsilon
     f = lambda z: paper_sgd_epsilon(z, q, steps, delta, sub) - target  # noqa: E731
     hi = 1.0
     while f(hi) > 0:
@@ -348,6 +356,13 @@ def train_dpar(train: Data, train_ids: np.ndarray, universe: int, p: DPARParams,
     """The method's training steps 2-6 on a training graph whose node i is universe id
     ``train_ids[i]`` (sorted) of a public universe of ``universe`` ids; every randomizer
     charges the active accountant. Returns (model, info, evaluation-only diagnostics)."""
+    import numpy as np
+
+    from dpgl.central.dp_appr import topk_nonprivate
+    from dpgl.central.inductive import node_subsample
+    from dpgl.nn.decoupled import DecoupledMLP, dpar_example_loss
+    from dpgl.privacy import current_accountant, subsampled_inner_target
+    from dpgl.train.dpsgd import DPSGDAccounting, train_dpsgd
     private = variant != "nonprivate"
     dp_sgd = private and p.sgd == "dp"
     setup = _setup(universe, p, src_rng)
@@ -401,6 +416,12 @@ def train_dpar(train: Data, train_ids: np.ndarray, universe: int, p: DPARParams,
 
 def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
     """Run DPAR ``variant`` in {"em0", "em1", "gm", "nonprivate"} (see module docstring)."""
+    import numpy as np
+    import torch
+
+    from dpgl.central.inductive import make_inductive
+    from dpgl.graph.ppr import adjacency, ppr_power_iteration_logits
+    from dpgl.train.metrics import evaluate_logits
     p = ctx.params
     assert isinstance(p, DPARParams)
     private = variant != "nonprivate"

@@ -16,26 +16,18 @@ serve graph classification too (issue #6): they hold the per-graph randomizers
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import torch
 from pydantic import Field
 
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
 from dpgl.methods.graph_ldp import DPRRGraph, GraphLDPParams, RRGraph, customized_setting
 from dpgl.methods.params import NodeParams, Params, Renamed, complement
-from dpgl.nn import PreparedGraph
 from dpgl.privacy import Unit
-from dpgl.transforms import (
-    BlinkTransform,
-    DPRRTransform,
-    EdgeLDPTransform,
-    LDPGenTransform,
-    LocalLapTransform,
-    RRTransform,
-    SymRRTransform,
-)
+
+if TYPE_CHECKING:
+    from dpgl.transforms import EdgeLDPTransform
 
 Symmetrize = Literal["directed", "or", "and"]
 
@@ -76,6 +68,9 @@ class EdgeLDPMethod(Method):
         """The client+server pipeline for this run, seeded with ``seed``."""
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
+        import torch
+
+        from dpgl.nn import PreparedGraph
         data = ctx.dataset
         split = node_split(ctx, data)  # first draw: the same split for every method and seed
         transform = self.transform(ctx, ctx.rng.spawn(1)[0])
@@ -110,6 +105,7 @@ class RRMethod(EdgeLDPMethod):
     graph_randomizer = RRGraph
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+        from dpgl.transforms import RRTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, RRParams)
         return RRTransform(ctx.epsilon, symmetrize=ctx.params.symmetrize, seed=seed)
 
@@ -122,6 +118,7 @@ class SymRRMethod(EdgeLDPMethod):
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+        from dpgl.transforms import SymRRTransform
         assert ctx.epsilon is not None
         return SymRRTransform(ctx.epsilon, seed=seed)
 
@@ -140,6 +137,7 @@ class DPRRMethod(EdgeLDPMethod):
     graph_randomizer = DPRRGraph
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+        from dpgl.transforms import DPRRTransform
         p = ctx.params
         assert ctx.epsilon is not None and isinstance(p, DPRRParams)
         n = int(ctx.dataset.num_nodes)
@@ -157,6 +155,7 @@ class LDPGCNMethod(EdgeLDPMethod):
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+        from dpgl.transforms import LocalLapTransform
         assert ctx.epsilon is not None
         return LocalLapTransform(ctx.epsilon, variant="ldpgcn", seed=seed)
 
@@ -169,6 +168,7 @@ class LDPGenMethod(EdgeLDPMethod):
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": LDPGenParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+        from dpgl.transforms import LDPGenTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, LDPGenParams)
         return LDPGenTransform(ctx.epsilon, phase1_share=ctx.params.phase1_share, seed=seed)
 
@@ -179,6 +179,7 @@ class _Blink(EdgeLDPMethod):
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": BlinkParams}
 
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+        from dpgl.transforms import BlinkTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, BlinkParams)
         return BlinkTransform(ctx.epsilon, ctx.params.degree_share, variant=self.variant,
                               seed=seed)

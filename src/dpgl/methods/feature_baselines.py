@@ -12,18 +12,18 @@ The graph and the labels are used as is (recorded as non-private).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import torch
 from pydantic import Field
-from torch_geometric.utils import degree
 
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
 from dpgl.methods.params import NodeParams, Params
-from dpgl.nn import PreparedGraph
 from dpgl.privacy import Unit
 from dpgl.rng import torch_generator
+
+if TYPE_CHECKING:
+    import torch
 
 
 class FeatureBaselineParams(NodeParams):
@@ -49,6 +49,7 @@ class _FeatureBaseline(Method):
         raise NotImplementedError
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
+        from dpgl.nn import PreparedGraph
         data = ctx.dataset
         acc = ctx.accountant
         acc.spend_nonprivate("graph", "true edges used as is (LPGNN: the server knows the "
@@ -79,6 +80,7 @@ class GcnRnd(_FeatureBaseline):
     summary = "GCN+RND (LPGNN baseline): random features, the users' features are never used"
 
     def features(self, ctx: RunContext) -> torch.Tensor:
+        import torch
         x = ctx.dataset.x
         gen = torch_generator(ctx.rng)
         return torch.rand(x.size(0), x.size(1), generator=gen)
@@ -91,6 +93,8 @@ class GcnOhd(_FeatureBaseline):
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": OhdParams}
 
     def features(self, ctx: RunContext) -> torch.Tensor:
+        import torch
+        from torch_geometric.utils import degree
         p = ctx.params
         assert isinstance(p, OhdParams)
         data = ctx.dataset

@@ -13,29 +13,22 @@ accounting would claim); its report records what the noise actually spends (larg
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import numpy as np
-import torch
 from pydantic import Field, model_validator
-from scipy import optimize
-from torch_geometric.data import Data
 
-from dpgl.central.accounting import paper_sgd_epsilon
-from dpgl.central.inductive import make_inductive, node_subsample
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
-from dpgl.nn.decoupled import DecoupledMLP, mlp_example_loss
-from dpgl.privacy import (
-    Unit,
-    current_accountant,
-    gaussian_noise_multiplier,
-    subsampled_inner_target,
-)
-from dpgl.privacy.multiterm import quiet_absl
+from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
-from dpgl.train.metrics import evaluate_logits
+
+if TYPE_CHECKING:
+    import numpy as np
+
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
+
+    from dpgl.nn.decoupled import DecoupledMLP
 
 __all__ = ["FeaturesDPSGDParams", "public_subsample_size", "train_features"]
 
@@ -64,6 +57,9 @@ def public_subsample_size(universe: int, rate: float) -> int:
 
 def _paper_z(target: float, q: float, steps: int, delta: float, sub: float) -> float:
     """Noise multiplier from DPAR's DP-SGD statement (eps x q'), for comparability."""
+    from scipy import optimize
+
+    from dpgl.central.accounting import paper_sgd_epsilon
     f = lambda z: paper_sgd_epsilon(z, q, steps, delta, sub) - target  # noqa: E731
     hi = 1.0
     while f(hi) > 0:
@@ -81,6 +77,12 @@ def train_features(train: Data, universe: int, p: FeaturesDPSGDParams, num_class
     universe of ``universe`` ids (the sampling rate and step count come from it): noise
     calibration, the Poisson node subsample (which records the amplification) and DP-SGD,
     which charges the active accountant. Returns the model and info."""
+    from dpgl.central.accounting import paper_sgd_epsilon
+    from dpgl.central.inductive import node_subsample
+    from dpgl.nn.decoupled import DecoupledMLP, mlp_example_loss
+    from dpgl.privacy import current_accountant, gaussian_noise_multiplier, subsampled_inner_target
+    from dpgl.privacy.multiterm import quiet_absl
+    from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
     n_pub = public_subsample_size(universe, p.subsample)
     probe = DPSGDConfig(lr=p.lr, epochs=p.epochs, batch_size=p.batch_size, clip=p.clip,
                         public_size=n_pub)
@@ -118,6 +120,10 @@ def train_features(train: Data, universe: int, p: FeaturesDPSGDParams, num_class
 
 
 def run_features(ctx: RunContext, private: bool) -> MethodOutput:
+    import torch
+
+    from dpgl.central.inductive import make_inductive
+    from dpgl.train.metrics import evaluate_logits
     p = ctx.params
     assert isinstance(p, FeaturesDPSGDParams)
     split_rng, sub_rng, sgd_rng = spawn(ctx.rng, 3)

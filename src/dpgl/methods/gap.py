@@ -29,24 +29,25 @@ pipeline without clipping and noise.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-import torch
 from pydantic import Field
-from scipy import optimize
-from torch_geometric.data import Data
 
-from dpgl.central.aggregation import AggregationPerturbation, check_degree_bound
-from dpgl.central.inductive import make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
-from dpgl.nn.decoupled import GAPClassifier, GAPEncoder, mlp_example_loss
-from dpgl.privacy import Accountant, Unit, current_accountant, evaluation_only
-from dpgl.privacy.multiterm import quiet_absl
+from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
-from dpgl.train.metrics import evaluate_logits
+
+if TYPE_CHECKING:
+    import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.central.aggregation import AggregationPerturbation
+    from dpgl.nn.decoupled import GAPClassifier, GAPEncoder
+    from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig
 
 __all__ = ["GAPModel", "GAPParams", "calibrate_gap", "train_gap"]
 
@@ -69,20 +70,35 @@ def _configs(p: GAPParams, z: float | None, n_public: int) -> tuple[DPSGDConfig,
             p.dpsgd_config(public_size=n_public, noise_multiplier=z))
 
 
-_ENCODER = DPSGDAccounting(UNIT, 0, "encoder DP-SGD")
-_CLASSIFIER = DPSGDAccounting(UNIT, 0, "classifier DP-SGD (on released aggregates)")
+
+
+def _encoder() -> DPSGDAccounting:
+    """How the encoder's DP-SGD is charged (one example per node)."""
+    from dpgl.train.dpsgd import DPSGDAccounting
+    return DPSGDAccounting(UNIT, 0, "encoder DP-SGD")
+
+
+def _classifier() -> DPSGDAccounting:
+    """How the classifier's DP-SGD is charged (one example per node, on released aggregates)."""
+    from dpgl.train.dpsgd import DPSGDAccounting
+    return DPSGDAccounting(UNIT, 0, "classifier DP-SGD (on released aggregates)")
 
 
 def calibrate_gap(epsilon: float, p: GAPParams, n_public: int) -> float:
     """Smallest common noise multiplier whose three parts, charged exactly as the run charges
     them, compose (RDP) to at most ``epsilon`` at ``p.delta``."""
+    from scipy import optimize
+
+    from dpgl.central.aggregation import AggregationPerturbation
+    from dpgl.privacy import Accountant
+    from dpgl.privacy.multiterm import quiet_absl
     def total(z: float) -> float:
         acc = Accountant(delta=p.delta)
         enc, cls = _configs(p, z, n_public)
-        _ENCODER.charge(acc, z, enc.sampling_rate(n_public), enc.steps(n_public))
+        _encoder().charge(acc, z, enc.sampling_rate(n_public), enc.steps(n_public))
         with acc.active():
             AggregationPerturbation(p.hops, z, p.max_degree).charge()
-        _CLASSIFIER.charge(acc, z, cls.sampling_rate(n_public), cls.steps(n_public))
+        _classifier().charge(acc, z, cls.sampling_rate(n_public), cls.steps(n_public))
         with quiet_absl():
             t = acc.report().total(UNIT)
         assert t is not None
@@ -114,6 +130,7 @@ class GAPModel:
 
     def logits(self, graph: Data, rng: np.random.Generator, *, training: bool = False
                ) -> torch.Tensor:
+        import torch
         with torch.no_grad():
             emb = self.encoder.embed(graph.x)
         hops = self.pma.perturb(emb, graph.edge_index, rng, check_bound=training,
@@ -130,6 +147,12 @@ def train_gap(train: Data, universe: int, p: GAPParams, num_classes: int,
     ``universe`` ids (DP-SGD's sampling rate and steps come from it): calibration, encoder
     DP-SGD, aggregation perturbation on the training graph, classifier DP-SGD; each part
     charges the active accountant when it draws."""
+    import torch
+
+    from dpgl.central.aggregation import AggregationPerturbation, check_degree_bound
+    from dpgl.nn.decoupled import GAPClassifier, GAPEncoder, mlp_example_loss
+    from dpgl.privacy import current_accountant
+    from dpgl.train.dpsgd import train_dpsgd
     n = int(train.num_nodes)
     z = None
     if private:
@@ -144,20 +167,23 @@ def train_gap(train: Data, universe: int, p: GAPParams, num_classes: int,
     enc = GAPEncoder(train.x.size(1), num_classes, dim=p.encoder_dim, hidden=p.hidden,
                      dropout=p.dropout)
     train_dpsgd(enc, mlp_example_loss, (train.x, train.y), enc_cfg, rng=enc_rng,
-                accounting=_ENCODER)
+                accounting=_encoder())
     with torch.no_grad():
         emb = enc.embed(train.x)
     z_train = torch.cat(pma.perturb(emb, train.edge_index, ap_rng, check_bound=private), dim=1)
     cls = GAPClassifier(p.encoder_dim, p.hops, num_classes, hidden=p.hidden,
                         dropout=p.dropout)
     res = train_dpsgd(cls, mlp_example_loss, (z_train, train.y), cls_cfg, rng=cls_rng,
-                      accounting=_CLASSIFIER)
+                      accounting=_classifier())
     info = {"public_train_nodes": universe, "noise_multiplier": z, "sigma_ap": pma.sigma,
             "train_seconds": res.seconds, "max_degree": p.max_degree}
     return GAPModel(enc, pma, cls), info
 
 
 def run_gap(ctx: RunContext, private: bool) -> MethodOutput:
+    from dpgl.central.inductive import make_inductive
+    from dpgl.privacy import evaluation_only
+    from dpgl.train.metrics import evaluate_logits
     p = ctx.params
     assert isinstance(p, GAPParams)
     # (the second stream drove the old random degree bounding; kept so the others stay put)

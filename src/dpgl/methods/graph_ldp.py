@@ -36,29 +36,11 @@ import contextlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import numpy as np
-import torch
 from pydantic import Field, model_validator
-from torch_geometric.data import Data
 
 from dpgl.errors import ConfigError
-from dpgl.estimators.dprr import dprr_graph
-from dpgl.estimators.toptt import simulate_top_t
-from dpgl.graph.pairs import sort_pairs
-from dpgl.graph.splits import graph_split
-from dpgl.mechanisms.dprr import DPRR, draw_private_mask
-from dpgl.mechanisms.lap import LocalLap
-from dpgl.mechanisms.neighbor_list import undirected_pairs
-from dpgl.mechanisms.poisoning import (
-    POISON_PRESETS,
-    defense_threshold,
-    draw_poisoned_users,
-    flag_high_degree,
-    poison_reports,
-)
-from dpgl.mechanisms.rr import RR, DirectedReports
 from dpgl.methods.base import (
     Method,
     MethodOutput,
@@ -69,10 +51,17 @@ from dpgl.methods.base import (
     register,
 )
 from dpgl.methods.params import GraphParams, Params, Renamed, complement
-from dpgl.privacy import Unit, current_accountant
-from dpgl.privacy.randomizer import record_nonprivate
+from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train import train_graph_classifier
+
+if TYPE_CHECKING:
+    import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.mechanisms.rr import DirectedReports
 
 __all__ = [
     "DPRRGraph",
@@ -130,12 +119,19 @@ class GraphLDPParams(GraphParams):
     @property
     def omegas(self) -> tuple[float, float] | None:
         """(omega1, omega2) of the attack, None without one."""
+        from dpgl.mechanisms.poisoning import POISON_PRESETS
         if self.poison == "none":
             return None
         if self.poison == "custom":
             assert self.poison_omega1 is not None and self.poison_omega2 is not None
             return self.poison_omega1, self.poison_omega2
         return POISON_PRESETS[self.poison]
+
+
+def _no_users() -> np.ndarray:
+    import numpy as np
+
+    return np.zeros(0, np.int64)
 
 
 @dataclass
@@ -148,11 +144,15 @@ class RandomizedGraph:
     #: probability); kept for evaluation-only analysis, never part of the server's data.
     device_noisy_degree: np.ndarray | None = None
     private: np.ndarray | None = None  # mask of private users
-    poisoned: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    poisoned: np.ndarray = field(default_factory=_no_users)
     flagged: np.ndarray | None = None  # Defense(theta) flags
 
 
 def _both_directions(a: np.ndarray, b: np.ndarray, n: int) -> DirectedReports:
+    import numpy as np
+
+    from dpgl.graph.pairs import sort_pairs
+    from dpgl.mechanisms.rr import DirectedReports
     row, col, _ = sort_pairs(np.concatenate([a, b]), np.concatenate([b, a]), n)
     return DirectedReports(row, col, n)
 
@@ -160,6 +160,7 @@ def _both_directions(a: np.ndarray, b: np.ndarray, n: int) -> DirectedReports:
 def _true_rows(u: np.ndarray, v: np.ndarray, n: int, users_mask: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """Directed true pairs (user, neighbor) of the users in ``users_mask``."""
+    import numpy as np
     src = np.concatenate([u, v]).astype(np.int64)
     dst = np.concatenate([v, u]).astype(np.int64)
     keep = users_mask[src]
@@ -167,6 +168,7 @@ def _true_rows(u: np.ndarray, v: np.ndarray, n: int, users_mask: np.ndarray
 
 
 def _record_nonprivate_users() -> None:
+    from dpgl.privacy.randomizer import record_nonprivate
     record_nonprivate("non-private users' neighbor lists",
                       "the non-private users of DPRR's customized setting send "
                       "their true lists: they have no privacy",
@@ -207,6 +209,10 @@ class GraphRandomizer(ABC):
         the private users; and the users' device-side noisy degrees (None without)."""
 
     def __call__(self, g: Data, rng: np.random.Generator) -> RandomizedGraph:
+        import numpy as np
+
+        from dpgl.mechanisms.dprr import draw_private_mask
+        from dpgl.mechanisms.neighbor_list import undirected_pairs
         n = int(g.num_nodes)
         u, v = undirected_pairs(g.edge_index, n)
         r_mask, r_mech = spawn(rng, 2)
@@ -232,6 +238,7 @@ class DPRRGraph(GraphRandomizer):
 
     def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
                  n_max: int | None = None) -> None:
+        from dpgl.mechanisms.dprr import DPRR
         super().__init__(epsilon, params, n_max=n_max)
         assert epsilon is not None
         self.dprr = DPRR(epsilon, n_max=params.n_max or n_max, alpha=1.0 - params.degree_share,
@@ -258,6 +265,7 @@ class RRGraph(GraphRandomizer):
 
     def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
                  n_max: int | None = None) -> None:
+        from dpgl.mechanisms.rr import RR
         super().__init__(epsilon, params, n_max=n_max)
         assert epsilon is not None
         self.rr = RR(epsilon)
@@ -268,6 +276,10 @@ class RRGraph(GraphRandomizer):
 
     def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
                 rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        import numpy as np
+
+        from dpgl.graph.pairs import sort_pairs
+        from dpgl.mechanisms.rr import DirectedReports
         lam = self.params.non_private_fraction
         if lam > 0:
             _record_nonprivate_users()
@@ -292,12 +304,16 @@ class LocalLapGraph(GraphRandomizer):
 
     def __init__(self, epsilon: float | None, params: GraphLDPParams, *,
                  n_max: int | None = None) -> None:
+        from dpgl.mechanisms.lap import LocalLap
         super().__init__(epsilon, params, n_max=n_max)
         assert epsilon is not None
         self.lap = LocalLap(epsilon, variant="locallap", degree_share=params.degree_share)
 
     def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
                 rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        import numpy as np
+
+        from dpgl.estimators.toptt import simulate_top_t
         if self.params.non_private_fraction > 0:
             _record_nonprivate_users()
         idx = np.flatnonzero(private)
@@ -328,6 +344,8 @@ class NonPrivPartGraph(GraphRandomizer):
 
     def reports(self, u: np.ndarray, v: np.ndarray, n: int, private: np.ndarray,
                 rng: np.random.Generator) -> tuple[DirectedReports, np.ndarray | None]:
+        from dpgl.graph.pairs import sort_pairs
+        from dpgl.mechanisms.rr import DirectedReports
         a, b = _true_rows(u, v, n, ~private)
         row, col, _ = sort_pairs(a, b, n)
         return DirectedReports(row, col, n), None
@@ -358,6 +376,16 @@ def _randomize_one(i: int, g: Data, child: np.random.Generator, rand: GraphRando
                    theta: float | None, poison_graphs: set[int] | frozenset[int],
                    stats: dict[str, int], out: list[RandomizedGraph]) -> None:
     """Graph ``i``: its users' reports, the attack on a training graph and Defense(theta)."""
+    import numpy as np
+
+    from dpgl.mechanisms.neighbor_list import undirected_pairs
+    from dpgl.mechanisms.poisoning import (
+        defense_threshold,
+        draw_poisoned_users,
+        flag_high_degree,
+        poison_reports,
+    )
+    from dpgl.mechanisms.rr import DirectedReports
     r_main, r_poison = spawn(child, 2)
     rg = rand(g, r_main)
     n = int(g.num_nodes)
@@ -401,6 +429,7 @@ def randomize_graphs(
     """Randomize every graph (one child generator per graph, so the noise of a graph does not
     depend on the others or on the attack), poison the graphs in ``poison_graphs`` and apply
     Defense(theta) to all. Returns the server's per-graph reports and summary statistics."""
+    from dpgl.privacy import current_accountant
     n_max = max(int(g.num_nodes) for g in graphs)
     rand = graph_randomizer(method, epsilon, params, n_max=n_max)
     expected = rand.expected_reports(graphs)
@@ -461,6 +490,10 @@ def _poisonable() -> str:
 
 def to_training_graph(rg: RandomizedGraph, y: torch.Tensor, symmetrize: str) -> Data:
     """The server's PyG graph: constant features, reports as edges (neighbor -> user)."""
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.estimators.dprr import dprr_graph
     ei, _ = dprr_graph(rg.reports, symmetrize)
     n = rg.reports.num_nodes
     return Data(x=torch.ones(n, 1), edge_index=ei, y=y.view(-1), num_nodes=n)
@@ -470,6 +503,10 @@ def fit_graph_ldp(method: Method | str, ctx: RunContext) -> MethodOutput:
     """Run the graph-task method ``method`` (a registered name): its users randomize every
     graph with the method's :class:`GraphRandomizer`, the server trains GIN-0 on the noisy
     graphs (the DPRR paper's protocol, see the module docstring)."""
+    import torch
+
+    from dpgl.graph.splits import graph_split
+    from dpgl.train import train_graph_classifier
     m = get_method(method) if isinstance(method, str) else method
     check_task(m, "graph")
     p = ctx.params

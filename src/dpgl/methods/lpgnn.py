@@ -15,30 +15,20 @@ server in LPGNN's threat model: recorded as non-private edge data.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import torch
 from pydantic import Field
-from torch_geometric.data import Data
 
-from dpgl.estimators.smoothing import denoise_labels
-from dpgl.mechanisms.features import public_feature_range
-from dpgl.mechanisms.labels import LabelRR
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
 from dpgl.methods.params import NodeParams, Params, Renamed
-from dpgl.nn import PreparedGraph
-from dpgl.nn.kprop import (
-    KPropGNN,
-    LabelPropagationHead,
-    centred_sparse,
-    kprop,
-    kprop_matrix,
-)
 from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train import train_node_classifier
-from dpgl.transforms import CollectFeatures, CollectLabels
+
+if TYPE_CHECKING:
+    import torch
+
+    from dpgl.mechanisms.labels import LabelRR
 
 
 class LpgnnParams(NodeParams):
@@ -75,6 +65,9 @@ def collect_labels(ctx: RunContext, y: torch.Tensor, label_epsilon: float | None
                    *, source: str = "labels") -> tuple[torch.Tensor | None, LabelRR | None]:
     """Every user's label report (k-RR with ``label_epsilon``; the randomizer charges the run's
     accountant), or ``(None, None)`` when the labels are used as is (recorded as such)."""
+    from torch_geometric.data import Data
+
+    from dpgl.transforms import CollectLabels
     if label_epsilon is None:
         ctx.accountant.spend_nonprivate(source, "true training/validation labels used as is",
                                         Unit.LABEL_LDP)
@@ -97,6 +90,10 @@ def label_targets(y: torch.Tensor, y_noisy: torch.Tensor | None, mechanism: Labe
     forward-corrected head. The diagnostics (noise rates against the true labels) are
     evaluation-only.
     """
+    import torch
+
+    from dpgl.estimators.smoothing import denoise_labels
+    from dpgl.nn.kprop import kprop_matrix
     train, val, _ = split
     if y_noisy is None or mechanism is None:
         return y, y, None, {}
@@ -132,6 +129,19 @@ class LPGNN(Method):
                     "(k-RR) if set, else used as is; the graph is known to the server")
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
+        import torch
+
+        from dpgl.mechanisms.features import public_feature_range
+        from dpgl.nn import PreparedGraph
+        from dpgl.nn.kprop import (
+            KPropGNN,
+            LabelPropagationHead,
+            centred_sparse,
+            kprop,
+            kprop_matrix,
+        )
+        from dpgl.train import train_node_classifier
+        from dpgl.transforms import CollectFeatures
         p = ctx.params
         assert isinstance(p, LpgnnParams)
         assert ctx.epsilon is not None

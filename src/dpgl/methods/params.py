@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dpgl.errors import ConfigError, DpglDeprecationWarning
-from dpgl.nn.gin import GIN
-from dpgl.nn.models import ModelConfig
-from dpgl.train.dpsgd import DPSGDConfig
-from dpgl.train.graph import GraphTrainConfig
-from dpgl.train.node import TrainConfig
+
+if TYPE_CHECKING:
+    from dpgl.nn.gin import GIN
+    from dpgl.nn.models import ModelConfig
+    from dpgl.train.dpsgd import DPSGDConfig
+    from dpgl.train.graph import GraphTrainConfig
+    from dpgl.train.node import TrainConfig
 
 
 class Renamed(NamedTuple):
@@ -115,12 +117,14 @@ class NodeParams(Params):
 
     def architecture(self) -> ModelConfig:
         """The node model's architecture these parameters describe."""
+        from dpgl.nn.models import ModelConfig
         return ModelConfig(hidden=self.hidden, num_layers=self.num_layers, dropout=self.dropout,
                            input_dropout=self.input_dropout, activation=self.activation,
                            batch_norm=self.batch_norm)
 
     def train_config(self) -> TrainConfig:
         """The (non-private) node trainer's configuration these parameters describe."""
+        from dpgl.train.node import TrainConfig
         return TrainConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
                            patience=self.patience)
 
@@ -152,6 +156,7 @@ class NodeDPParams(NodeParams):
         """The DP-SGD configuration these parameters describe, on ``public_size`` examples
         (the public number that sets the sampling rate and the steps), with
         ``noise_multiplier`` (None: non-private) and ``epochs`` (default :attr:`epochs`)."""
+        from dpgl.train.dpsgd import DPSGDConfig
         return DPSGDConfig.of(self, public_size=public_size, noise_multiplier=noise_multiplier,
                               epochs=epochs)
 
@@ -175,12 +180,14 @@ class GraphParams(Params):
 
     def train_config(self) -> GraphTrainConfig:
         """The trainer configuration these parameters describe."""
+        from dpgl.train.graph import GraphTrainConfig
         return GraphTrainConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
                                 patience=self.patience, batch_size=self.batch_size,
                                 lr_step=self.lr_step, lr_gamma=self.lr_gamma)
 
     def gin(self, num_classes: int) -> GIN:
         """GIN-0 on the constant one-dimensional input feature."""
+        from dpgl.nn.gin import GIN
         return GIN(1, num_classes, hidden=self.hidden, num_layers=self.num_layers,
                    dropout=self.dropout)
 

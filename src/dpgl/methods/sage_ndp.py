@@ -17,23 +17,23 @@ change and the count their theorem uses does not hold on all graphs (docs/node-d
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-import torch
 from pydantic import Field
-from torch_geometric.data import Data
 
-from dpgl.central.aggregation import check_degree_bound
-from dpgl.central.inductive import make_inductive
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.params import NodeDPParams, Params
-from dpgl.nn.decoupled import SAGE1, sage_example_loss
-from dpgl.privacy import Unit, current_accountant
-from dpgl.privacy.multiterm import calibrate_multiterm
+from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
-from dpgl.train.metrics import evaluate_logits
+
+if TYPE_CHECKING:
+    import numpy as np
+
+if TYPE_CHECKING:
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.nn.decoupled import SAGE1
 
 __all__ = ["SAGEParams", "neighbourhoods", "train_sage"]
 
@@ -51,6 +51,8 @@ def neighbourhoods(x: torch.Tensor, edge_index: torch.Tensor, n: int, d: int
                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """Padded in-neighbour features [n, D, f] and mask [n, D]: every in-neighbour of every
     node (the graph keeps in-degree <= D; a larger in-degree is refused)."""
+    import numpy as np
+    import torch
     src, dst = edge_index[0].numpy(), edge_index[1].numpy()
     order = np.argsort(dst, kind="stable")
     src, dst = src[order], dst[order]
@@ -71,6 +73,11 @@ def train_sage(train: Data, universe: int, p: SAGEParams, num_classes: int,
     """The method's training step on a training graph of present ids of a public universe of
     ``universe`` ids (DP-SGD's sampling rate and steps come from it): the degree promise is
     checked, DP-SGD charges the multi-term bound for 1 + max_degree examples per node."""
+    from dpgl.central.aggregation import check_degree_bound
+    from dpgl.nn.decoupled import SAGE1, sage_example_loss
+    from dpgl.privacy import current_accountant
+    from dpgl.privacy.multiterm import calibrate_multiterm
+    from dpgl.train.dpsgd import DPSGDAccounting, DPSGDConfig, train_dpsgd
     n = int(train.num_nodes)
     if private:  # bounded-degree node-DP: the training graph must keep the promise
         check_degree_bound(train.edge_index, n, p.max_degree)
@@ -102,6 +109,10 @@ def train_sage(train: Data, universe: int, p: SAGEParams, num_classes: int,
 
 
 def run_sage(ctx: RunContext, private: bool) -> MethodOutput:
+    import torch
+
+    from dpgl.central.inductive import make_inductive
+    from dpgl.train.metrics import evaluate_logits
     p = ctx.params
     assert isinstance(p, SAGEParams)
     # (the second and fourth streams drove the old degree-bounded sampling)
@@ -126,6 +137,8 @@ def run_sage(ctx: RunContext, private: bool) -> MethodOutput:
 def _first_in_edges(edge_index: torch.Tensor, n: int, d: int) -> torch.Tensor:
     """At most ``d`` in-edges per node (the first by source id): the model's input shape on a
     held-out evaluation graph, which the training guarantee does not cover."""
+    import numpy as np
+    import torch
     ei = edge_index.numpy()
     order = np.lexsort((ei[0], ei[1]))
     src, dst = ei[0][order], ei[1][order]

@@ -24,24 +24,21 @@ RR on every neighbor list + structure learning; ``epsilon`` = eps_a.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import torch
 from pydantic import Field
 
-from dpgl.estimators.smoothing import feature_smoothing
-from dpgl.estimators.solitude import StructureLearner
-from dpgl.mechanisms.features import public_feature_range
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
 from dpgl.methods.lpgnn import collect_labels, label_targets
 from dpgl.methods.params import NodeParams, Params
-from dpgl.nn.kprop import LabelPropagationHead
-from dpgl.nn.weighted_gnn import WeightedGNN
 from dpgl.privacy import Unit
 from dpgl.rng import spawn
-from dpgl.train.solitude import SolitudeConfig, train_solitude
-from dpgl.transforms import CollectFeatures, RRTransform
+
+if TYPE_CHECKING:
+    import torch
+
+    from dpgl.train.solitude import SolitudeConfig
 
 
 class SolitudeLinkParams(NodeParams):
@@ -58,6 +55,7 @@ class SolitudeLinkParams(NodeParams):
 
     def solitude_config(self, structure_learning: bool) -> SolitudeConfig:
         """The Solitude training loop's configuration these parameters describe."""
+        from dpgl.train.solitude import SolitudeConfig
         return SolitudeConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
                               patience=self.patience, structure_learning=structure_learning,
                               adj_lr=self.adj_lr, lambda1=self.lambda1, lambda2=self.lambda2,
@@ -82,6 +80,7 @@ class SolitudeParams(SolitudeLinkParams):
 
 def _noisy_graph(ctx: RunContext, epsilon: float, rng: object) -> torch.Tensor:
     """Every user's RR neighbor list (the randomizer charges the run's accountant)."""
+    from dpgl.transforms import RRTransform
     rr = RRTransform(epsilon, symmetrize="directed", seed=rng)  # type: ignore[arg-type]
     return rr(ctx.dataset).edge_index
 
@@ -102,6 +101,15 @@ class Solitude(Method):
                     "feature report; label_epsilon (k-RR) if set, else labels used as is")
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
+        import torch
+
+        from dpgl.estimators.smoothing import feature_smoothing
+        from dpgl.estimators.solitude import StructureLearner
+        from dpgl.mechanisms.features import public_feature_range
+        from dpgl.nn.kprop import LabelPropagationHead
+        from dpgl.nn.weighted_gnn import WeightedGNN
+        from dpgl.train.solitude import train_solitude
+        from dpgl.transforms import CollectFeatures
         p = ctx.params
         assert isinstance(p, SolitudeParams)
         assert ctx.epsilon is not None
@@ -159,6 +167,11 @@ class SolitudeLink(Method):
     budget_split = "all of epsilon to RR on every neighbor-list bit"
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
+        import torch
+
+        from dpgl.estimators.solitude import StructureLearner
+        from dpgl.nn.weighted_gnn import WeightedGNN
+        from dpgl.train.solitude import train_solitude
         p = ctx.params
         assert isinstance(p, SolitudeLinkParams)
         assert ctx.epsilon is not None

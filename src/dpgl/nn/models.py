@@ -18,10 +18,9 @@ from torch import nn
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.nn.gat import WeightedGATConv
 from dpgl.nn.layers import Features, GCNLayer, SAGELayer, linear
+from dpgl.nn.names import canonical_model_name
 from dpgl.nn.prepared import PreparedGraph
 
-MODEL_NAMES = ("mlp", "gcn", "sage", "gat")
-_ALIASES = {"graphsage": "sage"}
 ACTIVATIONS = {"relu": F.relu, "selu": F.selu, "elu": F.elu, "tanh": torch.tanh}
 
 
@@ -45,13 +44,6 @@ class ModelConfig:
                 raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.activation not in ACTIVATIONS:
             raise unknown_name("activation", self.activation, list(ACTIVATIONS))
-
-
-def canonical_model_name(name: str) -> str:
-    key = _ALIASES.get(name.lower(), name.lower())
-    if key not in MODEL_NAMES:
-        raise unknown_name("model", name, [*MODEL_NAMES, *_ALIASES])
-    return key
 
 
 class NodeModel(nn.Module):

@@ -12,15 +12,22 @@ server-side estimators in :mod:`dpgl.estimators`; dataset preprocessing transfor
 :mod:`dpgl.datasets.transforms`.
 """
 
-from dpgl.transforms.blink_transform import BlinkTransform
-from dpgl.transforms.collect_features import CollectFeatures
-from dpgl.transforms.collect_labels import CollectLabels
-from dpgl.transforms.dprr_transform import DPRRTransform
-from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
-from dpgl.transforms.ldpgen_transform import LDPGenTransform
-from dpgl.transforms.local_lap_transform import LocalLapTransform
-from dpgl.transforms.rr_transform import RRTransform
-from dpgl.transforms.sym_rr_transform import SymRRTransform
+from typing import TYPE_CHECKING
+
+from dpgl._lazy import attach
+
+if TYPE_CHECKING:
+    from dpgl.transforms.blink_transform import BlinkTransform
+    from dpgl.transforms.collect_features import CollectFeatures
+    from dpgl.transforms.collect_labels import CollectLabels
+    from dpgl.transforms.dprr_transform import DPRRTransform
+    from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
+    from dpgl.transforms.ldpgen_transform import LDPGenTransform
+    from dpgl.transforms.local_lap_transform import LocalLapTransform
+    from dpgl.transforms.rr_transform import RRTransform
+    from dpgl.transforms.sym_rr_transform import SymRRTransform
+
+__getattr__, __dir__ = attach(__name__, __file__)
 
 __all__ = [
     "BlinkTransform",
