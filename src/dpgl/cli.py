@@ -46,6 +46,22 @@ Download = Annotated[
 ]
 
 
+Quiet = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="No progress display on stderr (results and errors "
+                 "still print). Without a terminal, progress is one plain line every few "
+                 "seconds ($DPGL_PROGRESS_INTERVAL)."),
+]
+
+
+def _progress(quiet: bool) -> Any:
+    """Show the progress of long steps on stderr (bars on a terminal, plain lines otherwise),
+    or nothing with --quiet."""
+    from dpgl import progress
+
+    return progress.use(progress.reporter_for(quiet))
+
+
 def _output_dir(path: Path, option: str) -> Path:
     """Create (or check) an output directory before any work: a path under a file, a
     read-only place or a file in its way is a one-line error now, not a traceback later."""
@@ -183,6 +199,7 @@ def train(
     data_dir: DataDir = None,
     download: Download = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Train and evaluate one run; print its metrics and privacy report."""
     from dpgl.experiments.config import RunConfig
@@ -209,7 +226,8 @@ def train(
         params=params,
     )
     validate_config(config)  # every name and value, before torch is imported
-    result = execute_run(config, data_dir=data_dir, download=download)
+    with _progress(quiet):
+        result = execute_run(config, data_dir=data_dir, download=download)
     if as_json:
         payload = {"config": config.canonical(), **result.model_dump()}
         payload.update(result.metrics)
@@ -245,7 +263,7 @@ def run(
     ] = None,
     data_dir: DataDir = None,
     download: Download = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    quiet: Quiet = False,
     report_dir: Annotated[
         Path | None, typer.Option("--report", help="Write tables and plots here when done.")
     ] = None,
@@ -266,7 +284,7 @@ def run(
     from dpgl.experiments.report import write_report
     from dpgl.experiments.runner import run_grid
     from dpgl.experiments.store import RunStore
-    with RunStore(path) as st:
+    with RunStore(path) as st, _progress(quiet):
         outcome = run_grid(
             configs,
             st,
@@ -329,6 +347,7 @@ def audit(
         list[str] | None, typer.Option("--param", "-p", help="Audit parameter key=value.")
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the audits.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Audit a randomizer end to end, a central method's training, or a primitive: FAIL when
     the empirical epsilon lower bound exceeds what the code charges."""
@@ -343,8 +362,9 @@ def audit(
         out.print(table)
         return
     params = parse_named_params(mechanism, param or [])
-    res = run_named_audit(mechanism, epsilon, trials=trials, confidence=confidence, seed=seed,
-                          spend_twice=spend_twice, **params)
+    with _progress(quiet):
+        res = run_named_audit(mechanism, epsilon, trials=trials, confidence=confidence,
+                              seed=seed, spend_twice=spend_twice, **params)
     out.print(res.render(), end="", markup=False)
     if not res.passed:
         raise typer.Exit(1)
@@ -374,6 +394,7 @@ def reproduce(
         int | None, typer.Option("--threads", min=1, help="torch threads per run (default: "
                                  "the reproduction's spec.yaml, 1 where it says so).")
     ] = None,
+    quiet: Quiet = False,
 ) -> None:
     """Regenerate a paper's tables and plots (resumable: finished runs are reused)."""
     from dpgl.experiments import reproductions
@@ -384,8 +405,10 @@ def reproduce(
         return
     repro = reproductions.get(name)
     target = _output_dir(out_dir or Path("results") / name, "--out")
-    for p in repro.run(target, quick=quick, data_dir=data_dir, console=out,
-                       only=tuple(only or ()), report_only=report_only, threads=threads):
+    with _progress(quiet):
+        written = repro.run(target, quick=quick, data_dir=data_dir, console=out,
+                            only=tuple(only or ()), report_only=report_only, threads=threads)
+    for p in written:
         out.print(f"wrote {p}")
 
 
@@ -395,13 +418,15 @@ def demo(
         Path, typer.Option(help="Output directory for the store, table and plot.")
     ] = Path("demo-output"),
     seeds: Annotated[int, typer.Option(help="Seeds per configuration.")] = 3,
+    quiet: Quiet = False,
 ) -> None:
     """The default demo: a small privacy-utility comparison on the built-in synthetic graph
     (no files, no network)."""
     _output_dir(output, "--output")
     from dpgl.experiments.demo import run_demo
 
-    run_demo(output, seeds=seeds, console=out)
+    with _progress(quiet):
+        run_demo(output, seeds=seeds, console=out)
 
 
 def _one_line_warnings() -> None:

@@ -139,9 +139,10 @@ def test_ctrl_c_during_the_write_is_held_until_the_row_is_committed(tmp_path):
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
 
 
-def test_grid_spec_input_and_progress_display(tmp_path):
+def test_grid_spec_input_and_progress_display(tmp_path, monkeypatch):
     from rich.console import Console
 
+    monkeypatch.setenv("DPGL_PROGRESS_INTERVAL", "0")  # a plain line at every step
     grid = GridSpec.from_dict({"name": "tiny", "datasets": ["d"], "seeds": 2,
                                "epsilons": [1, 2], "methods": ["none", "m"]})
     buf = io.StringIO()
@@ -156,4 +157,4 @@ def test_grid_spec_input_and_progress_display(tmp_path):
             ("m", 1.0), ("m", 1.0), ("m", 2.0)]
     text = buf.getvalue()
     assert "grid tiny: 6 runs, 0 already stored, 6 to run" in text
-    assert "6/6" in text
+    assert "runs 6/6" in text

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpgl import __version__
+from dpgl import __version__, progress
 from dpgl.datasets import dataset_kind, load_dataset
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.experiments.config import RunConfig, RunResult
@@ -152,8 +152,9 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
     start = time.perf_counter()
     method, params, data = _resolve(config)
     options = tuple(data.model_dump().items())
-    dataset = _cached_dataset(config.dataset, None if data_dir is None else str(data_dir), options,
-                              download)
+    with progress.step(f"loading {config.dataset}"):
+        dataset = _cached_dataset(config.dataset, None if data_dir is None else str(data_dir),
+                                  options, download)
     loaded = time.perf_counter()
     accountant = Accountant()
     ctx = RunContext(
@@ -166,7 +167,7 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
         rng=make_rng(config.seed),
         accountant=accountant,
     )
-    with accountant.active():
+    with accountant.active(), progress.step(config.label()):
         out = method.fit(ctx)
     end = time.perf_counter()
     report = accountant.report()

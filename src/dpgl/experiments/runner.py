@@ -18,8 +18,8 @@ rows, hence the same report, as an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import signal
-import sys
 import threading
 import time
 import traceback
@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpgl import progress
 from dpgl.errors import ConfigError
 from dpgl.experiments.config import RunConfig, RunResult
 from dpgl.experiments.grid import GridSpec
@@ -117,59 +118,38 @@ def _one_line(exc: BaseException) -> str:
 
 
 class _Display:
-    """Rich progress bar on stderr, or nothing (quiet mode); failures are always shown."""
+    """The grid's progress (a :mod:`dpgl.progress` step, one unit per run; a run's own steps
+    nest inside it), or nothing in quiet mode; failures are always shown, one line each."""
 
     def __init__(self, enabled: bool, console: Any = None) -> None:
         self.enabled = enabled
-        self.progress: Any = None
-        self.task: Any = None
         self.console = console
-        if enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.console = console or Console(stderr=True)
-            self.progress = Progress(
-                TextColumn("{task.description}", markup=False),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=self.console,
-            )
+        self._stack = contextlib.ExitStack()
+        self.step: progress.Step | None = None
 
     def start(self, title: str, todo: int) -> None:
+        if self.enabled and not progress.active():  # the caller did not choose a display
+            self._stack.enter_context(progress.use(progress.reporter_for(console=self.console)))
+        elif not self.enabled:
+            self._stack.enter_context(progress.use(None))
         if self.enabled:
-            self.console.print(title, markup=False, highlight=False)
-            self.progress.start()
-            self.task = self.progress.add_task("", total=todo)
+            progress.note(title)
+        self.step = self._stack.enter_context(progress.step("runs", total=todo))
 
     def running(self, cfg: RunConfig) -> None:
-        if self.progress is not None:
-            label = cfg.label()
-            self.progress.update(self.task, description=label[:60])
+        if self.step is not None:
+            self.step.update(run=cfg.label()[:60])
 
     def advance(self) -> None:
-        if self.progress is not None:
-            self.progress.advance(self.task)
+        if self.step is not None:
+            self.step.advance()
 
     def message(self, text: str) -> None:
-        if self.enabled:
-            self.console.print(text, markup=False, highlight=False)
-        else:
-            print(text, file=sys.stderr, flush=True)
+        progress.note(text)
 
     def stop(self) -> None:
-        if self.enabled and self.progress is not None:
-            self.progress.stop()
-            self.progress = None
+        self.step = None
+        self._stack.close()
 
 
 def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunFn, *,

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from dpgl import progress
 from dpgl.errors import ConfigError
 from dpgl.privacy import Accountant, Unit, current_accountant
 from dpgl.privacy.multiterm import multiterm_rdp
@@ -180,6 +181,17 @@ class DPSGDAccounting:
                 details="own example shift C, each other 2 C (docs/node-dp.md)")
 
 
+def _ticking(on_step: Callable[[int, dict[str, torch.Tensor]], None] | None,
+              bar: progress.Step) -> Callable[[int, dict[str, torch.Tensor]], None]:
+    """``on_step`` (if any), then one step of progress."""
+    def tick(t: int, noisy: dict[str, torch.Tensor]) -> None:
+        if on_step is not None:
+            on_step(t, noisy)
+        bar.advance()
+
+    return tick
+
+
 def _private_steps(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.Tensor, ...],
                    config: DPSGDConfig, opt: torch.optim.Optimizer, rng: np.random.Generator,
                    noise_gen: torch.Generator, q: float, steps: int, sigma: float,
@@ -314,8 +326,9 @@ def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.T
                     for cb in observers:
                         cb(snap)
             try:
-                _private_steps(model, example_loss, data, config, opt, rng, noise_gen, q,
-                               steps, sigma, expected, sizes, on_step, taken)
+                with progress.step(accounting.label, total=steps) as bar:
+                    _private_steps(model, example_loss, data, config, opt, rng, noise_gen, q,
+                                   steps, sigma, expected, sizes, _ticking(on_step, bar), taken)
             finally:
                 accounting.charge(acc, float(config.noise_multiplier),  # type: ignore[arg-type]
                                   q, taken[0])

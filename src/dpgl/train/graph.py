@@ -15,6 +15,7 @@ from torch import nn
 from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
+from dpgl import progress
 from dpgl.errors import ConfigError
 from dpgl.train.metrics import accuracy, roc_auc
 from dpgl.train.node import TrainResult
@@ -77,7 +78,8 @@ def train_graph_classifier(
     if not train:
         raise ConfigError("the training split is empty")
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), \
+            progress.step("training", total=config.epochs) as bar:
         torch.manual_seed(seed)
         for module in model.modules():
             if module is not model and hasattr(module, "reset_parameters"):
@@ -103,6 +105,7 @@ def train_graph_classifier(
             if sched is not None:
                 sched.step()
             v = _scores(model, val, config.batch_size)
+            bar.advance(val_accuracy=v["accuracy"])
             if v["accuracy"] > best[0] or (v["accuracy"] == best[0] and v["loss"] < best[1]):
                 best, best_epoch, since_best = (v["accuracy"], v["loss"]), epoch, 0
                 best_state = copy.deepcopy(model.state_dict())

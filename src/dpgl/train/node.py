@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dpgl import progress
 from dpgl.errors import ConfigError
 from dpgl.train.metrics import accuracy, f1_scores
 
@@ -74,7 +75,8 @@ def train_node_classifier(
     targets = y if train_targets is None else train_targets
     num_classes = int(max(int(y.max()), int(targets.max())) + 1)
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), \
+            progress.step("training", total=config.epochs) as bar:
         torch.manual_seed(seed)
         for module in model.modules():
             if module is not model and hasattr(module, "reset_parameters"):
@@ -93,6 +95,7 @@ def train_node_classifier(
             with torch.no_grad():
                 val = _evaluate(forward(model), y, val_idx, num_classes)
             score = (val["accuracy"], val["loss"])
+            bar.advance(loss=loss.item(), val_accuracy=score[0])
             if score[0] > best[0] or (score[0] == best[0] and score[1] < best[1]):
                 best, best_epoch, since_best = score, epoch, 0
                 best_state = copy.deepcopy(model.state_dict())

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from dpgl import progress
 from dpgl.errors import ConfigError
 from dpgl.estimators.solitude import StructureLearner
 from dpgl.nn.weighted_gnn import WeightedGNN
@@ -75,7 +76,8 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
     out_fn = output if output is not None else (lambda z: z)
     ei = learner.edge_index
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), \
+            progress.step("training (structure learning)", total=config.epochs) as bar:
         torch.manual_seed(seed)
         model.reset_parameters()
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -103,6 +105,7 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
                 val = _evaluate(model(x, ei, learner.edge_weight()), y_eval, val_idx,
                                 num_classes)
             score = (val["accuracy"], val["loss"])
+            bar.advance(loss=loss.item(), val_accuracy=score[0])
             if score[0] > best[0] or (score[0] == best[0] and score[1] < best[1]):
                 best, best_epoch, since = score, epoch, 0
                 best_state = (copy.deepcopy(model.state_dict()), learner.weight.detach().clone())

@@ -17,6 +17,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
+from dpgl import progress
 from dpgl.errors import GraphError
 from dpgl.mechanisms.neighbor_list import check_num_nodes, undirected_pairs
 from dpgl.privacy import Guarantee
@@ -59,7 +60,8 @@ class EdgeLDPTransform(BaseTransform):
             raise GraphError("the Data object does not know its number of nodes")
         n = check_num_nodes(int(n))
         u, v = undirected_pairs(data.edge_index, n)
-        edge_index, edge_weight = self.estimate(u, v, n, self.rng)
+        with progress.step(f"{n:,} users randomize, the server estimates ({self!r})"):
+            edge_index, edge_weight = self.estimate(u, v, n, self.rng)
         data.edge_index = edge_index
         if edge_weight is not None:
             data.edge_weight = edge_weight
