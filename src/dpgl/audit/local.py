@@ -27,6 +27,7 @@ import scipy.sparse as sp
 import torch
 from torch_geometric.data import Data
 
+from dpgl import progress
 from dpgl.central.aggregation import AggregationPerturbation
 from dpgl.central.dp_appr import DPAPPRExponential, DPAPPRGaussian
 from dpgl.errors import ConfigError
@@ -75,7 +76,12 @@ def _per_trial(draw: Callable[[int, np.random.Generator], np.ndarray]
                ) -> Callable[[int, int, np.random.Generator], np.ndarray]:
     """A sampler that calls the code path once per trial (each call = one population)."""
     def sample(n: int, which: int, rng: np.random.Generator) -> np.ndarray:
-        return np.stack([draw(which, rng) for _ in range(n)])
+        out = []
+        with progress.step(f"runs of the code path on input x{which}", total=n) as bar:
+            for _ in range(n):
+                out.append(draw(which, rng))
+                bar.advance()
+        return np.stack(out)
     return sample
 
 

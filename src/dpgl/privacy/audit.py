@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
+from dpgl import progress
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.privacy.gaussian import GaussianMechanism
 from dpgl.privacy.guarantee import Guarantee, Unit, check_epsilon
@@ -355,12 +356,18 @@ def run_audit(name: str, epsilon: float, *, trials: int | None = None,
     n_search = max(50, round(SEARCH_SHARE * int(trials)))
     n_val = max(50, int(trials) - n_search)
     delta = setup.claimed.delta
-    s0 = np.asarray(setup.sample(n_search, 0, r_s0), dtype=np.float64).reshape(n_search, -1)
-    s1 = np.asarray(setup.sample(n_search, 1, r_s1), dtype=np.float64).reshape(n_search, -1)
-    event, search_lb = search_event(s0, s1, setup.feature_names, delta,
-                                    outcome_groups=setup.outcome_groups)
-    v0 = np.asarray(setup.sample(n_val, 0, r_v0), dtype=np.float64).reshape(n_val, -1)
-    v1 = np.asarray(setup.sample(n_val, 1, r_v1), dtype=np.float64).reshape(n_val, -1)
+    with progress.step(f"audit {name}: outputs on both inputs",
+                       total=2 * (n_search + n_val)) as bar:
+        s0 = np.asarray(setup.sample(n_search, 0, r_s0), dtype=np.float64).reshape(n_search, -1)
+        bar.advance(n_search)
+        s1 = np.asarray(setup.sample(n_search, 1, r_s1), dtype=np.float64).reshape(n_search, -1)
+        bar.advance(n_search)
+        event, search_lb = search_event(s0, s1, setup.feature_names, delta,
+                                        outcome_groups=setup.outcome_groups)
+        v0 = np.asarray(setup.sample(n_val, 0, r_v0), dtype=np.float64).reshape(n_val, -1)
+        bar.advance(n_val)
+        v1 = np.asarray(setup.sample(n_val, 1, r_v1), dtype=np.float64).reshape(n_val, -1)
+        bar.advance(n_val)
     c0, c1 = int(event.mask(v0).sum()), int(event.mask(v1).sum())
     hi, lo = (c1, c0) if event.high == 1 else (c0, c1)
     lb = epsilon_lower_bound(hi, lo, n_val, delta, (1.0 - conf) / 2.0)
