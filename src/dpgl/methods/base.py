@@ -78,6 +78,19 @@ class Method(ABC):
     deltas: ClassVar[dict[Unit, str]] = {}
     budget_split: ClassVar[str] = ""
     public: ClassVar[frozenset[Unit]] = frozenset()
+    #: the name tables and plots show (``{model}``: the model it trains); default: ``name``
+    display_name: ClassVar[str] = ""
+    #: the model it trains whatever the run's ``--model`` (``mlp``: "mlp"); None: the run's
+    fixed_model: ClassVar[str | None] = None
+
+    def trained_model(self, model: str) -> str:
+        """The model a run with ``--model model`` trains (canonical name)."""
+        return self.fixed_model or canonical_model_name(model)
+
+    def display(self, model: str) -> str:
+        """The method's name in tables and plots, e.g. "Blink-Hard", "GCN on the true graph"."""
+        return (self.display_name or self.name).format(
+            model=self.trained_model(model).upper())
 
     @property
     def paper(self) -> str:

@@ -117,6 +117,7 @@ class RRMethod(EdgeLDPMethod):
     Bias", JASA 1965 (edge LDP: Qin et al., CCS 2017)."""
 
     name = "rr"
+    display_name = "RR"
     tasks = ("node", "graph")
     summary = "Warner randomized response on every bit of each neighbor list"
     budget_split = "all of epsilon to Warner RR on every neighbor-list bit"
@@ -136,6 +137,7 @@ class SymRRMethod(EdgeLDPMethod):
     Statistics", USENIX Security 2021."""
 
     name = "symrr"
+    display_name = "SymRR"
     summary = "randomized response on the lower triangle only (symmetric; Imola et al.)"
     budget_split = "all of epsilon to RR on the bits j < i of user i's list"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
@@ -151,6 +153,7 @@ class DPRRMethod(EdgeLDPMethod):
     under Local Differential Privacy", arXiv:2202.10209, 2022."""
 
     name = "dprr"
+    display_name = "DPRR"
     tasks = ("node", "graph")
     summary = "degree-preserving RR: Laplace degree + RR + edge sampling (Hidano & Murakami)"
     budget_split = ("eps1 = max(sqrt(8/(n_max-1)), degree_share eps) to the Laplace degree "
@@ -177,6 +180,7 @@ class LDPGCNMethod(EdgeLDPMethod):
     Differential Privacy in Graph Neural Networks via Bayesian Estimation", CCS 2023."""
 
     name = "ldpgcn"
+    display_name = "L-DpGCN"
     summary = "L-DpGCN: Laplace noise on every bit, server keeps the top-T entries"
     budget_split = "all of epsilon to Laplace noise on every neighbor-list bit"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
@@ -192,6 +196,7 @@ class LDPGenMethod(EdgeLDPMethod):
     with Local Differential Privacy", CCS 2017."""
 
     name = "ldpgen"
+    display_name = "LDPGen"
     summary = "LDPGen: noisy degree vectors, clustering, Chung-Lu generation (Qin et al.)"
     budget_split = "phase1_share to the phase-1 degree vector, the rest to phase 2"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": LDPGenParams}
@@ -218,6 +223,7 @@ class _Blink(EdgeLDPMethod):
 @register
 class BlinkHard(_Blink):
     name = "blink-hard"
+    display_name = "Blink-Hard"
     variant = "hard"
     summary = "Blink: RR + discrete Laplace degree, beta-model posterior, keep pairs with P > 0.5"
 
@@ -225,6 +231,7 @@ class BlinkHard(_Blink):
 @register
 class BlinkSoft(_Blink):
     name = "blink-soft"
+    display_name = "Blink-Soft"
     variant = "soft"
     summary = "Blink: all posteriors as edge weights (exact up to 3,000 nodes, bounded beyond)"
 
@@ -232,5 +239,6 @@ class BlinkSoft(_Blink):
 @register
 class BlinkHybrid(_Blink):
     name = "blink-hybrid"
+    display_name = "Blink-Hybrid"
     variant = "hybrid"
     summary = "Blink: keep the top ||P||_1 posteriors as edge weights"
