@@ -6,6 +6,7 @@ Every user error is a :class:`~dpgl.errors.DpglError`; it is printed as one line
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -30,6 +31,25 @@ app = typer.Typer(
 out = Console(highlight=False, soft_wrap=True,
               width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 err = Console(stderr=True, highlight=False)
+
+
+def _flags_without_metavar() -> None:
+    """typer's rich help shows a flag as ``--json <bool>``; a flag takes no value, so it shows
+    none (as in typer's plain help)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "dpgl_flag", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.dpgl_flag = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_without_metavar()
 
 DataDir = Annotated[
     Path | None,
@@ -154,14 +174,30 @@ def _fmt(v: Any) -> str:
 
 
 @app.command()
-def methods(task: Annotated[str | None, typer.Option(help="node or graph")] = None) -> None:
+def methods(
+    name: Annotated[str | None, typer.Argument(
+        help="A method: show its setting and every hyper-parameter.")] = None,
+    task: Annotated[str | None, typer.Option(help="node or graph")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
     """List the registered methods: the unit each protects with --epsilon and how it is
-    spent."""
+    spent; with a NAME, that method's setting and every hyper-parameter (-p NAME=VALUE)."""
     if task is not None and task not in ("node", "graph"):
         raise ConfigError(f"unknown task {task!r}; allowed: node, graph")
     from dpgl.methods import get_method, list_methods
 
-    table = Table()
+    if name is not None:
+        info = get_method(name).describe(task)
+        if as_json:
+            out.print_json(json.dumps(_json_safe(info)))
+        else:
+            _print_method(info)
+        return
+    if as_json:
+        out.print_json(json.dumps(_json_safe([get_method(n).describe()
+                                              for n in list_methods(task)])))
+        return
+    table = Table(caption="dpgl methods NAME: a method's setting and hyper-parameters")
     for col in ("method", "tasks", "protects (--epsilon)", "how --epsilon is spent",
                 "description"):
         table.add_column(col)
@@ -176,6 +212,57 @@ def methods(task: Annotated[str | None, typer.Option(help="node or graph")] = No
         split = (m.budget_split or "-") if m.private else "-"
         table.add_row(name, ",".join(m.tasks), protects, split, m.summary)
     out.print(table)
+
+
+def _print_method(info: dict[str, Any]) -> None:
+    """``dpgl methods NAME``: the method's header, then one parameter table per task."""
+    from rich.markup import escape
+
+    from dpgl.methods.params import bounds_text, value_text
+
+    out.print(f"[bold]{info['name']}[/bold]: {escape(info['summary'])}")
+    rows = []
+    if info["paper"]:
+        rows.append(("paper", info["paper"]))
+    models = ", ".join(info["models"]) if info["models"] else "any"
+    rows.append(("tasks", f"{', '.join(info['tasks'])} (models: {models})"))
+    if info["private"]:
+        for p in info["protects"]:
+            budget = ("--epsilon" if p["budget_parameter"] == "epsilon"
+                      else f"-p {p['budget_parameter']}=E")
+            delta = f", delta: -p {p['delta_parameter']}=D" if p["delta_parameter"] else ""
+            rows.append(("protects", f"{p['what']} ({p['unit']}), budget {budget}{delta}"))
+        rows.append(("--epsilon split", info["budget_split"]))
+    else:
+        rows.append(("protects", "nothing (non-private: takes no --epsilon)"))
+    if info["public"]:
+        rows.append(("assumed public", "; ".join(f"{p['what']} ({p['unit']})"
+                                                 for p in info["public"])
+                     + ": known to the server in this setting"))
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        out.print(f"  {key.ljust(width)}  {escape(value)}")
+    for task, params in info["params"].items():
+        own = sum(p["group"] == "method" for p in params)
+        table = Table(title=f"{task}-task parameters (-p NAME=VALUE)", title_justify="left",
+                      caption=(f"first {own}: {info['name']}'s own; then the {task} task's "
+                               "training parameters" if own else None), caption_justify="left")
+        for col in ("name", "type", "default", "bounds", "meaning"):
+            table.add_column(col, justify="right" if col == "default" else "left")
+        group = None
+        for p in params:
+            if group is not None and p["group"] != group:
+                table.add_section()
+            group = p["group"]
+            table.add_row(p["name"], escape(p["type"]), escape(value_text(p["default"])),
+                          bounds_text(p["bounds"]), escape(p["description"]))
+        out.print()
+        out.print(table)
+        renamed = info["renamed"].get(task) or []
+        if renamed:
+            out.print("  renamed (old names still accepted for one release): " + "; ".join(
+                f"{r['old']} -> {r['new']}" + (f" ({r['how']})" if r["how"] else "")
+                for r in renamed))
 
 
 @app.command()
@@ -194,7 +281,8 @@ def train(
     ] = None,
     param: Annotated[
         list[str] | None,
-        typer.Option("--param", "-p", help="Hyper-parameter NAME=VALUE (repeatable)."),
+        typer.Option("--param", "-p", metavar="NAME=VALUE",
+                     help="Hyper-parameter NAME=VALUE (repeatable; see `dpgl methods METHOD`)."),
     ] = None,
     data_dir: DataDir = None,
     download: Download = False,
@@ -344,7 +432,8 @@ def audit(
                            "its claim (the audit must FAIL it).")
     ] = False,
     param: Annotated[
-        list[str] | None, typer.Option("--param", "-p", help="Audit parameter key=value.")
+        list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE",
+                                       help="Audit parameter NAME=VALUE (repeatable).")
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the audits.")] = False,
     quiet: Quiet = False,
@@ -383,8 +472,9 @@ def reproduce(
     list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", help="Run only this dataset's runs (repeatable) and write no "
-                     "report: several processes can fill one store; then --report-only."),
+        typer.Option("--only", metavar="DATASET", help="Run only this dataset's runs "
+                     "(repeatable) and write no report: several processes can fill one store; "
+                     "then --report-only."),
     ] = None,
     report_only: Annotated[
         bool, typer.Option("--report-only", help="Run nothing: rewrite the README, tables and "
@@ -427,6 +517,14 @@ def demo(
 
     with _progress(quiet):
         run_demo(output, seeds=seeds, console=out)
+
+
+# Each command's help is its docstring, whose first paragraph typer's rich mode prints with
+# the source line breaks in `dpgl --help`: give it that paragraph on one line.
+for _info in app.registered_commands:
+    if _info.help is None and _info.callback is not None:
+        _first, *_rest = (inspect.getdoc(_info.callback) or "").split("\n\n")
+        _info.help = "\n\n".join([" ".join(_first.split()), *_rest])
 
 
 def _one_line_warnings() -> None:

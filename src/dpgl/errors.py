@@ -3,6 +3,7 @@ that says what is wrong and what is allowed; the CLI prints it without a traceba
 
 from __future__ import annotations
 
+import difflib
 import functools
 import warnings
 from collections.abc import Callable
@@ -69,5 +70,9 @@ def renamed_kwargs(**renames: str | tuple[str, Callable[[Any], Any]]
 
 
 def unknown_name(kind: str, name: str, allowed: list[str] | tuple[str, ...]) -> ConfigError:
-    """The standard error for an unknown registry name: says what is allowed."""
-    return ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(allowed))}")
+    """The standard error for an unknown registry name: says what is allowed, and the closest
+    allowed name when one is close (a typo)."""
+    close = difflib.get_close_matches(str(name), [str(a) for a in allowed], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(allowed))}"
+                       + hint)

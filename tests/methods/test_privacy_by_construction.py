@@ -15,6 +15,7 @@ import torch
 from torch_geometric.data import Data
 
 import dpgl.methods as methods_pkg
+from _cli import run_cli
 from dpgl.errors import PrivacyError
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.execute import check_report, execute_run
@@ -120,14 +121,29 @@ def test_every_registered_private_method_declares_its_unit_and_split() -> None:
             assert m.budget_split, name
 
 
-def test_reports_open_with_one_plain_sentence() -> None:
-    r = execute_run(RunConfig(dataset="csbm", method="blink-hard", epsilon=4.0, seed=0,
-                              params={"epochs": 2}))
-    s = r.privacy["summary"]
-    assert s.startswith("Protected: each user's neighbour list, eps = 4 (edge-LDP: ")
-    assert "Used as is (no privacy): node features, labels." in s
-    n = execute_run(RunConfig(dataset="csbm", method="none", seed=0, params={"epochs": 2}))
-    assert n.privacy["summary"].startswith("Nothing is protected. Used as is (no privacy):")
+@pytest.mark.parametrize("args, first_line", [
+    (["--method", "blink-hard", "--epsilon", "4"],
+     "Protected: each user's neighbour list, eps = 4 edge-LDP (RR (eps_a) 3.6 + noisy degree "
+     "(eps_d) 0.4). Not protected: node features and labels (assumed public in this setting)."),
+    (["--method", "lpgnn", "--epsilon", "2"],
+     "Protected: each user's feature vector, eps = 2 feature-LDP (features). Not protected: "
+     "labels (used as is); graph (assumed public in this setting)."),
+    (["--method", "dpar-em0", "--model", "mlp", "--epsilon", "4", "-p", "num_sources=10"],
+     "Protected: each node of the training graph with its features, label and edges, eps = 4, "
+     "delta = 0.0001 node-DP (DPAR on a Poisson node subsample)."),
+    (["--method", "none"],
+     "Nothing is protected: neighbor lists, features and labels used as is."),
+])
+def test_reports_open_with_one_plain_sentence(capsys: pytest.CaptureFixture[str],
+                                              args: list[str], first_line: str) -> None:
+    """`dpgl train` prints the privacy report after the metrics: its first line is one plain
+    sentence from what the accountant recorded, read in the method's setting; no run of a
+    method whose setting assumes features and labels public shouts NO PRIVACY."""
+    code, out, err = run_cli(capsys, "train", "--dataset", "csbm", "-p", "epochs=2", *args)
+    assert code == 0, err
+    report = out[out.index("Protected:" if first_line.startswith("Protected") else "Nothing"):]
+    assert report.splitlines()[0] == first_line
+    assert "NO PRIVACY" not in report
 
 
 # --------------------------------------------------------------------------- finding 4

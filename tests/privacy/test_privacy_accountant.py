@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -148,11 +149,14 @@ def test_nonprivate_is_stated_plainly() -> None:
     assert rep.totals[Unit.FEATURE_LDP].epsilon == 2.0
     assert math.isinf(rep.per_user.epsilon)  # type: ignore[union-attr]
     assert not rep.private
-    assert "NO PRIVACY" in str(rep) and "edge-LDP" in str(rep)
-    assert "NO PRIVACY" in rep.render() and "adjacency matrix used as is" in rep.render()
+    assert "edge-LDP no privacy: used as is" in str(rep)
+    text = rep.render()
+    assert "edge-LDP     no privacy: used as is" in text and "adjacency matrix used as is" in text
+    assert text.splitlines()[-1] == "  Graph: used as is (no privacy)."
     acc2 = Accountant()
     acc2.spend_nonprivate("baseline", "everything used as is", Unit.NONE)
-    assert "NO PRIVACY" in str(acc2.report())
+    assert "no privacy" in str(acc2.report())
+    assert acc2.report().headline == "Nothing is protected: baseline used as is."
     # a Guarantee.none() spend is the same thing
     acc3 = Accountant()
     acc3.spend("baseline", Guarantee.none())
@@ -180,6 +184,7 @@ def test_report_round_trip_and_render() -> None:
     assert [e.name for e in back.entries] == ["dp-sgd", "features", "labels"]
     assert back.entries[0].epsilon == pytest.approx(rep.entries[0].epsilon)
     assert str(back) == str(rep)
+    assert back.headline == rep.headline and back.render() == rep.render()
     text = rep.render()
     for needle in ("dp-sgd", "node-DP", "feature-LDP", "eps=2.101", "multi-bit", "RDP"):
         assert needle in text
@@ -231,10 +236,8 @@ def test_headline_states_subject_budget_parts_and_what_is_used_as_is() -> None:
     acc.spend("degree", Guarantee(0.5, 0.0, Unit.EDGE_LDP))
     acc.spend_nonprivate("labels", "labels used as is", Unit.LABEL_LDP)
     h = acc.report().headline
-    assert h.startswith("Protected: each user's neighbour list, eps = 2 (edge-LDP: ")
-    assert "RR 1.5 + degree 0.5" in h
-    assert h.endswith("Used as is (no privacy): labels.")
-    assert "jointly" not in h
+    assert h == ("Protected: each user's neighbour list, eps = 2 edge-LDP (RR 1.5 + degree 0.5). "
+                 "Not protected: labels (used as is).")
 
 
 def test_headline_says_noisy_parts_compose_jointly() -> None:
@@ -246,4 +249,38 @@ def test_headline_says_noisy_parts_compose_jointly() -> None:
     parts = [e.epsilon for e in rep.entries]
     assert rep.totals[Unit.NODE_DP].epsilon < sum(parts)     # joint RDP beats adding
     assert "each alone; the noisy parts compose jointly" in rep.headline
-    assert "Used as is" not in rep.headline
+    assert "Not protected" not in rep.headline
+
+
+def test_headline_says_what_the_setting_assumes_public() -> None:
+    """Data used as is whose unit the method's setting assumes public (Blink: node features
+    and labels) is said to be public, calmly; other data used as is is not protected."""
+    acc = Accountant()
+    acc.spend("RR", Guarantee(3.6, 0.0, Unit.EDGE_LDP))
+    acc.spend("degree", Guarantee(0.4, 0.0, Unit.EDGE_LDP))
+    acc.spend_nonprivate("node features", "known to the server", Unit.FEATURE_LDP)
+    acc.spend_nonprivate("labels", "known to the server", Unit.LABEL_LDP)
+    rep = dataclasses.replace(acc.report(), public=frozenset({Unit.FEATURE_LDP,
+                                                              Unit.LABEL_LDP}))
+    assert rep.headline == (
+        "Protected: each user's neighbour list, eps = 4 edge-LDP (RR 3.6 + degree 0.4). "
+        "Not protected: node features and labels (assumed public in this setting).")
+    text = rep.render()
+    assert text.splitlines()[0] == rep.headline
+    assert "feature-LDP  not protected: used as is (public in this setting)" in text
+    assert text.splitlines()[-1] == ("  Node features and labels: used as is (public in this "
+                                     "setting).")
+    assert "NO PRIVACY" not in text
+    back = PrivacyReport.from_dict(json.loads(json.dumps(rep.to_dict())))
+    assert back.public == rep.public and back.render() == text
+    # an older stored report has no "public": everything used as is reads as not protected
+    old = rep.to_dict()
+    del old["public"]
+    assert PrivacyReport.from_dict(old).headline.endswith(
+        "Not protected: node features and labels (used as is).")
+    # nothing protected, everything used is public in the setting
+    acc = Accountant()
+    acc.spend_nonprivate("graph", "known to the server", Unit.EDGE_LDP)
+    rep = dataclasses.replace(acc.report(), public=frozenset({Unit.EDGE_LDP}))
+    assert rep.headline == ("Nothing private is used: graph used as is (assumed public in this "
+                            "setting).")

@@ -4,6 +4,7 @@ report against the request, and return metrics + privacy report + timing."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import time
@@ -170,7 +171,8 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
     with accountant.active(), progress.step(config.label()):
         out = method.fit(ctx)
     end = time.perf_counter()
-    report = accountant.report()
+    # what the accountant recorded, read in the method's setting (what it assumes public)
+    report = dataclasses.replace(accountant.report(), public=method.public)
     check_report(method, params, config.epsilon, report)
     info = dict(out.info)
     info["dpgl_version"] = __version__

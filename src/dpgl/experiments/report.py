@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -178,9 +178,20 @@ def to_csv(summary: pd.DataFrame, path: str | Path) -> Path:
 
 
 def plot_privacy_utility(summary: pd.DataFrame, path: str | Path, *,
-                         metric: str = "test_accuracy", percent: bool = True) -> Path:
+                         metric: str = "test_accuracy", percent: bool = True,
+                         labels: Mapping[str, str] | None = None,
+                         order: Sequence[str] | None = None, ylabel: str | None = None,
+                         panel_title: Callable[[str, str], str] | None = None,
+                         legend_title: str | None = None, legend_outside: bool = False
+                         ) -> Path:
     """Privacy-utility PNG: one panel per (dataset, model), x = epsilon, one line per private
     method with std error bars, non-private methods as dashed horizontal lines.
+
+    Options (the defaults give the plain report): ``labels`` (method -> legend name; default
+    the method, "(non-private)" added for a non-private one), ``order`` (the methods' order in
+    the legend and colours; default sorted), ``ylabel`` (default the metric's name),
+    ``panel_title(dataset, model)``, ``legend_title`` (e.g. what the error bars are) and
+    ``legend_outside`` (one legend right of the panels, where it hides no data).
 
     Uses the object-oriented matplotlib API with the Agg canvas: no pyplot, no global
     backend change.
@@ -197,14 +208,19 @@ def plot_privacy_utility(summary: pd.DataFrame, path: str | Path, *,
     panels = sorted({(str(d), str(m)) for d, m in zip(summary["dataset"], summary["model"],
                                                        strict=True)})
     methods = sorted({str(m) for m in summary["method"]})
-    # Distinct (color, marker) pairs beyond matplotlib's 10-color cycle.
+    if order is not None:
+        methods = ([m for m in order if m in methods]
+                   + [m for m in methods if m not in order])
+    # Distinct (color, marker) pairs for 70 methods (10 colours x 7 markers, coprime), so
+    # that lines on top of each other stay apart.
     palette = [f"C{i}" for i in range(10)]
     marker_cycle = ["o", "s", "^", "D", "v", "P", "X"]
     colors = {m: palette[i % 10] for i, m in enumerate(methods)}
-    markers = {m: marker_cycle[(i // 10) % len(marker_cycle)] for i, m in enumerate(methods)}
+    markers = {m: marker_cycle[i % len(marker_cycle)] for i, m in enumerate(methods)}
     ncols = min(3, len(panels))
     nrows = math.ceil(len(panels) / ncols)
-    fig = Figure(figsize=(4.6 * ncols, 3.6 * nrows), layout="constrained")
+    fig = Figure(figsize=(4.6 * ncols + (2.4 if legend_outside else 0.0), 3.6 * nrows),
+                 layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.flat[len(panels):]:
@@ -221,26 +237,38 @@ def plot_privacy_utility(summary: pd.DataFrame, path: str | Path, *,
             public = rows[rows["epsilon"].isna()]
             for _, r in public.iterrows():
                 ax.axhline(float(r[mean_col]) * scale, color=colors[method], linestyle="--",
-                           linewidth=1.2, label=f"{method} (non-private)")
+                           linewidth=1.2, label=(labels or {}).get(method,
+                                                                   f"{method} (non-private)"))
             if not private.empty:
                 std = (private[std_col].fillna(0.0).to_numpy(float) * scale
                        if std_col in private.columns else None)
                 ax.errorbar(private["epsilon"].to_numpy(float),
                             private[mean_col].to_numpy(float) * scale, yerr=std,
-                            color=colors[method], marker=markers[method], markersize=4,
+                            color=colors[method], marker=markers[method], markersize=5,
                             capsize=3,
-                            linewidth=1.4, label=method)
+                            linewidth=1.4, label=(labels or {}).get(method, method))
         if len(eps_all) and eps_all.min() > 0 and eps_all.max() / eps_all.min() >= 10:
             ax.set_xscale("log")
             ticks = np.unique(eps_all.to_numpy())
             ax.set_xticks(ticks)
             ax.xaxis.set_major_formatter(ScalarFormatter())
             ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_title(f"{dataset} / {model}")
+        elif 0 < eps_all.nunique() <= 6:  # a few budgets: tick exactly those
+            ax.set_xticks(np.unique(eps_all.to_numpy()))
+        ax.set_title(panel_title(dataset, model) if panel_title else f"{dataset} / {model}")
         ax.set_xlabel("ε (total privacy budget)")
-        ax.set_ylabel(f"{metric} (%)" if percent else metric)
+        ax.set_ylabel(ylabel or (f"{metric} (%)" if percent else metric))
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
+        if not legend_outside:
+            ax.legend(fontsize="small", title=legend_title, title_fontsize="small")
+    if legend_outside:  # one legend for every panel, right of them
+        handles: dict[str, Any] = {}
+        for ax in axes.flat[:len(panels)]:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(label, handle)
+        fig.legend(list(handles.values()), list(handles), loc="outside right upper",
+                   fontsize="small", title=legend_title, title_fontsize="small",
+                   alignment="left")
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(p, dpi=120, format="png")

@@ -9,15 +9,16 @@ module (plus its tests): subclass :class:`Method` and decorate it with :func:`re
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from abc import ABC
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpgl.errors import ConfigError, unknown_name
-from dpgl.methods.params import Params
+from dpgl.methods.params import GraphParams, NodeParams, Params
 from dpgl.nn.names import canonical_model_name
-from dpgl.privacy import Unit
+from dpgl.privacy import UNIT_SUBJECTS, Unit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,7 +58,10 @@ class Method(ABC):
     protected unit, the first key); any other budget is a named hyper-parameter (e.g.
     Solitude's ``feature_epsilon``). ``budget_split`` says in words how ``--epsilon`` is spent.
     After ``fit`` the runner checks the privacy report against these
-    (:func:`dpgl.experiments.execute.check_report`).
+    (:func:`dpgl.experiments.execute.check_report`). ``public`` names the units whose data the
+    method's setting assumes the server knows (Blink: node features and labels); the privacy
+    report says so for the data recorded as used as is. A registered method's own docstring
+    (or its nearest base's, below :class:`Method`) is its paper citation (:attr:`paper`).
     """
 
     name: ClassVar[str]
@@ -74,6 +78,32 @@ class Method(ABC):
     budgets: ClassVar[dict[Unit, str]] = {}
     deltas: ClassVar[dict[Unit, str]] = {}
     budget_split: ClassVar[str] = ""
+    public: ClassVar[frozenset[Unit]] = frozenset()
+    #: the name tables and plots show (``{model}``: the model it trains); default: ``name``
+    display_name: ClassVar[str] = ""
+    #: the model it trains whatever the run's ``--model`` (``mlp``: "mlp"); None: the run's
+    fixed_model: ClassVar[str | None] = None
+
+    def trained_model(self, model: str) -> str:
+        """The model a run with ``--model model`` trains (canonical name)."""
+        return self.fixed_model or canonical_model_name(model)
+
+    def display(self, model: str) -> str:
+        """The method's name in tables and plots, e.g. "Blink-Hard", "GCN on the true graph"."""
+        return (self.display_name or self.name).format(
+            model=self.trained_model(model).upper())
+
+    @property
+    def paper(self) -> str:
+        """The paper the method follows: the first paragraph of its class docstring (or its
+        nearest base's below :class:`Method`), on one line; ``""`` when it has none."""
+        for cls in type(self).__mro__:
+            if cls is Method:
+                break
+            doc = cls.__dict__.get("__doc__")
+            if doc:
+                return " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+        return ""
 
     def params_model(self, task: str) -> type[Params]:
         return self.params_for_task[task]
@@ -100,6 +130,49 @@ class Method(ABC):
             if param == "epsilon":
                 return unit
         return None
+
+    def describe(self, task: str | None = None) -> dict[str, Any]:
+        """What ``dpgl methods NAME`` shows (JSON-ready): the header (summary, paper, tasks,
+        models, protected units and their budgets, how --epsilon is split, what the setting
+        assumes public) and, for ``task`` (default: every task), every parameter from its
+        pydantic model: the method's own first (the most specific model's first), then the
+        task's shared training parameters; and the renamed old names."""
+        if task is not None:
+            check_task(self, task)
+        params: dict[str, list[dict[str, Any]]] = {}
+        renamed: dict[str, list[dict[str, str]]] = {}
+        for t in self.tasks if task is None else (task,):
+            model = self.params_model(t)
+            models = [c for c in model.__mro__ if issubclass(c, Params)]
+            shared = next((c.model_fields for c in models if c in (NodeParams, GraphParams)), {})
+
+            def depth(name: str, models: list[type] = models) -> int:
+                """Where a field is introduced (0: the most specific model)."""
+                return max(i for i, c in enumerate(models) if name in c.model_fields)
+
+            infos = model.describe()
+            params[t] = [{**i._asdict(), "group": "training" if i.name in shared else "method"}
+                         for i in sorted(infos, key=lambda i: (i.name in shared,
+                                                               0 if i.name in shared
+                                                               else depth(i.name)))]
+            renamed[t] = [{"old": old, "new": r.new, "how": r.how}
+                          for old, r in model.renamed.items()]
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "paper": self.paper,
+            "tasks": list(self.tasks),
+            "models": None if self.models is None else list(self.models),
+            "private": self.private,
+            "protects": [{"unit": u.value, "what": UNIT_SUBJECTS[u], "budget_parameter": p,
+                          "delta_parameter": self.deltas.get(u)}
+                         for u, p in self.budgets.items()],
+            "budget_split": self.budget_split if self.private else "",
+            "public": [{"unit": u.value, "what": UNIT_SUBJECTS[u]}
+                       for u in sorted(self.public, key=list(Unit).index)],
+            "params": params,
+            "renamed": renamed,
+        }
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         """Run the method on ``ctx.task`` (:meth:`fit_node` or :meth:`fit_graph`); record

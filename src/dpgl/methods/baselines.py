@@ -18,6 +18,7 @@ class NonPrivate(Method):
     tasks = ("node", "graph")
     private = False
     summary = "non-private: the chosen model on the true graph, features and labels"
+    display_name = "{model} on the true graph"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams, "graph": GraphParams}
 
     def fit_graph(self, ctx: RunContext) -> MethodOutput:
@@ -42,6 +43,8 @@ class FeaturesOnlyMLP(Method):
     tasks = ("node",)
     private = False
     summary = "MLP on node features only (the run's model is ignored): no edge is used"
+    display_name = "MLP, no edges"
+    fixed_model = "mlp"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:

@@ -75,28 +75,38 @@ class DPARParams(NodeDPParams):
     renamed: ClassVar[dict[str, Renamed]] = {"alpha": Renamed("teleport")}
 
     epochs: int = Field(200, ge=1)
-    subsample: float = Field(0.09, gt=0, le=1)           # q'
-    num_sources: int = Field(70, ge=1)                     # M
-    k: int = Field(2, ge=1)                                # top-K
-    teleport: float = Field(0.25, gt=0, lt=1)              # alpha of PPR (Eq. 1)
-    rho: float = Field(1e-4, ge=0)
-    ista_tol: float = Field(1e-4, ge=0)
-    prop_steps: int = Field(2, ge=0)                       # P (inference)
-    clip_em: float = Field(1e-3, gt=0)                     # C2
-    clip_gm: float = Field(1e-2, gt=0)                     # C1
-    value_share: float = Field(0.5, gt=0, lt=1)            # option II: share of a vector's eps
-    tau: float = Field(1.0, gt=0)
-    column_mode: Literal["clip", "normalize"] = "clip"
-    max_other: int = Field(2, ge=0)                        # occurrences of a node in other rows
-    appr_share: float = Field(0.3, gt=0, lt=1)             # share of eps for DP-APPR
-    #: "dpgl": verified calibration for --epsilon. "paper": DPAR's own statements for
-    #: ``paper_epsilon`` (no --epsilon; the report shows what that noise really spends).
-    accounting: Literal["dpgl", "paper"] = "dpgl"
-    paper_epsilon: float | None = Field(None, gt=0)
-    #: "dp": DP-SGD (the method). "nonprivate": the whole eps goes to DP-APPR and the MLP is
-    #: trained without noise -- the eps_pr sweep of the paper's Fig. 1 (the run's privacy
-    #: report then says NO PRIVACY for the features and labels).
-    sgd: Literal["dp", "nonprivate"] = "dp"
+    subsample: float = Field(0.09, gt=0, le=1, description="Poisson node-subsampling rate q' of "
+                             "the training graph")
+    num_sources: int = Field(70, ge=1, description="number M of source nodes whose APPR vector "
+                             "is released")
+    k: int = Field(2, ge=1, description="entries K kept per released APPR vector (top-K)")
+    teleport: float = Field(0.25, gt=0, lt=1, description="PPR teleport probability alpha "
+                            "(Eq. 1)")
+    rho: float = Field(1e-4, ge=0, description="l1 weight of ISTA's approximate PPR (sparsity)")
+    ista_tol: float = Field(1e-4, ge=0, description="relative tolerance of ISTA's stopping rule")
+    prop_steps: int = Field(2, ge=0, description="power-iteration steps P at inference (Eq. 4)")
+    clip_em: float = Field(1e-3, gt=0, description="clip C2 of the APPR values "
+                           "(DP-APPR-EM)")
+    clip_gm: float = Field(1e-2, gt=0, description="l2 clip C1 of an APPR vector (DP-APPR-GM)")
+    value_share: float = Field(0.5, gt=0, lt=1, description="share of a vector's epsilon for "
+                               "the Laplace values (DP-APPR-EM option II)")
+    tau: float = Field(1.0, gt=0, description="l1 bound on every column of the propagation "
+                       "matrix (Alg. 2 line 3)")
+    column_mode: Literal["clip", "normalize"] = Field(
+        "clip", description="how a column above tau is brought to tau: clip, or normalize "
+        "(DPAR's reference code)")
+    max_other: int = Field(2, ge=0, description="cap on a node's occurrences in other nodes' "
+                           "rows of the propagation matrix")
+    appr_share: float = Field(0.3, gt=0, lt=1, description="share of epsilon for DP-APPR (the "
+                              "rest: DP-SGD)")
+    accounting: Literal["dpgl", "paper"] = Field(
+        "dpgl", description="dpgl: noise meets --epsilon by the verified analysis; paper: by "
+        "DPAR's own statements for paper_epsilon")
+    paper_epsilon: float | None = Field(None, gt=0, description="the epsilon DPAR's accounting "
+                                        "would claim (accounting=paper only; no --epsilon)")
+    sgd: Literal["dp", "nonprivate"] = Field(
+        "dp", description="dp: DP-SGD; nonprivate: all of epsilon to DP-APPR and the MLP trains "
+        "without noise (Fig. 1)")
 
     @model_validator(mode="after")
     def _paper(self) -> DPARParams:
@@ -448,6 +458,9 @@ def run_dpar(ctx: RunContext, variant: str) -> MethodOutput:
 
 
 class _DPARBase(Method):
+    """Zhang, Lee, Ma, Lou, Yang & Xiong, "DPAR: Decoupled Graph Neural Networks with
+    Node-Level Differential Privacy", WWW 2024."""
+
     tasks = ("node",)
     models = ("mlp",)
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": DPARParams}

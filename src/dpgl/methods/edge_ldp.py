@@ -22,7 +22,15 @@ from pydantic import Field
 
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
-from dpgl.methods.graph_ldp import DPRRGraph, GraphLDPParams, RRGraph, customized_setting
+from dpgl.methods.graph_ldp import (
+    ALLOCATION_HELP,
+    NON_PRIVATE_FRACTION_HELP,
+    SYMMETRIZE_HELP,
+    DPRRGraph,
+    GraphLDPParams,
+    RRGraph,
+    customized_setting,
+)
 from dpgl.methods.params import NodeParams, Params, Renamed, complement
 from dpgl.privacy import Unit
 
@@ -33,24 +41,27 @@ Symmetrize = Literal["directed", "or", "and"]
 
 
 class RRParams(NodeParams):
-    symmetrize: Symmetrize = "directed"
+    symmetrize: Symmetrize = Field("directed", description=SYMMETRIZE_HELP)
 
 
 class DPRRParams(NodeParams):
     renamed: ClassVar[dict[str, Renamed]] = {"alpha": Renamed("degree_share", complement)}
 
-    degree_share: float = Field(0.1, gt=0, lt=1)  # 1 - alpha of DPRR's Eq. 8
-    allocation: Literal["eq8", "split"] = "eq8"
-    symmetrize: Symmetrize = "directed"
-    non_private_fraction: float = Field(0.0, ge=0, lt=1)
+    degree_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the "
+                                "Laplace degree (1 - alpha of DPRR's Eq. 8)")
+    allocation: Literal["eq8", "split"] = Field("eq8", description=ALLOCATION_HELP)
+    symmetrize: Symmetrize = Field("directed", description=SYMMETRIZE_HELP)
+    non_private_fraction: float = Field(0.0, ge=0, lt=1, description=NON_PRIVATE_FRACTION_HELP)
 
 
 class BlinkParams(NodeParams):
-    degree_share: float = Field(0.1, gt=0, lt=1)  # Blink's delta; eps_d = share * eps
+    degree_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the noisy "
+                                "degree (Blink's delta: eps_d = degree_share eps)")
 
 
 class LDPGenParams(NodeParams):
-    phase1_share: float = Field(0.5, gt=0, lt=1)
+    phase1_share: float = Field(0.5, gt=0, lt=1, description="share of epsilon for the phase-1 "
+                                "degree vector (LDPGen's eps1 / eps)")
 
 
 class EdgeLDPMethod(Method):
@@ -59,6 +70,8 @@ class EdgeLDPMethod(Method):
     tasks: ClassVar[tuple[str, ...]] = ("node",)
     private = True
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
+    # Blink's setting (Sec. 3): the server knows the node features and the training labels
+    public: ClassVar[frozenset[Unit]] = frozenset({Unit.FEATURE_LDP, Unit.LABEL_LDP})
 
     def unprotected_by_choice(self, params: Params) -> set[Unit]:
         return customized_setting(params)
@@ -95,7 +108,11 @@ class EdgeLDPMethod(Method):
 
 @register
 class RRMethod(EdgeLDPMethod):
+    """Warner, "Randomized Response: A Survey Technique for Eliminating Evasive Answer
+    Bias", JASA 1965 (edge LDP: Qin et al., CCS 2017)."""
+
     name = "rr"
+    display_name = "RR"
     tasks = ("node", "graph")
     summary = "Warner randomized response on every bit of each neighbor list"
     budget_split = "all of epsilon to Warner RR on every neighbor-list bit"
@@ -112,7 +129,11 @@ class RRMethod(EdgeLDPMethod):
 
 @register
 class SymRRMethod(EdgeLDPMethod):
+    """Imola, Murakami & Chaudhuri, "Locally Differentially Private Analysis of Graph
+    Statistics", USENIX Security 2021."""
+
     name = "symrr"
+    display_name = "SymRR"
     summary = "randomized response on the lower triangle only (symmetric; Imola et al.)"
     budget_split = "all of epsilon to RR on the bits j < i of user i's list"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
@@ -125,7 +146,11 @@ class SymRRMethod(EdgeLDPMethod):
 
 @register
 class DPRRMethod(EdgeLDPMethod):
+    """Hidano & Murakami, "Degree-Preserving Randomized Response for Graph Neural Networks
+    under Local Differential Privacy", arXiv:2202.10209, 2022."""
+
     name = "dprr"
+    display_name = "DPRR"
     tasks = ("node", "graph")
     summary = "degree-preserving RR: Laplace degree + RR + edge sampling (Hidano & Murakami)"
     budget_split = ("eps1 = max(sqrt(8/(n_max-1)), degree_share eps) to the Laplace degree "
@@ -149,7 +174,11 @@ class DPRRMethod(EdgeLDPMethod):
 
 @register
 class LDPGCNMethod(EdgeLDPMethod):
+    """L-DpGCN as Blink runs it (its baseline 2): Zhu, Tan & Xiao, "Blink: Link Local
+    Differential Privacy in Graph Neural Networks via Bayesian Estimation", CCS 2023."""
+
     name = "ldpgcn"
+    display_name = "L-DpGCN"
     summary = "L-DpGCN: Laplace noise on every bit, server keeps the top-T entries"
     budget_split = "all of epsilon to Laplace noise on every neighbor-list bit"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
@@ -162,7 +191,11 @@ class LDPGCNMethod(EdgeLDPMethod):
 
 @register
 class LDPGenMethod(EdgeLDPMethod):
+    """Qin, Yu, Yang, Khalil, Xiao & Ren, "Generating Synthetic Decentralized Social Graphs
+    with Local Differential Privacy", CCS 2017."""
+
     name = "ldpgen"
+    display_name = "LDPGen"
     summary = "LDPGen: noisy degree vectors, clustering, Chung-Lu generation (Qin et al.)"
     budget_split = "phase1_share to the phase-1 degree vector, the rest to phase 2"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": LDPGenParams}
@@ -174,6 +207,9 @@ class LDPGenMethod(EdgeLDPMethod):
 
 
 class _Blink(EdgeLDPMethod):
+    """Zhu, Tan & Xiao, "Blink: Link Local Differential Privacy in Graph Neural Networks via
+    Bayesian Estimation", CCS 2023."""
+
     variant: ClassVar[str]
     budget_split = "degree_share to the noisy degree, the rest to RR on every bit"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": BlinkParams}
@@ -188,6 +224,7 @@ class _Blink(EdgeLDPMethod):
 @register
 class BlinkHard(_Blink):
     name = "blink-hard"
+    display_name = "Blink-Hard"
     variant = "hard"
     summary = "Blink: RR + discrete Laplace degree, beta-model posterior, keep pairs with P > 0.5"
 
@@ -195,6 +232,7 @@ class BlinkHard(_Blink):
 @register
 class BlinkSoft(_Blink):
     name = "blink-soft"
+    display_name = "Blink-Soft"
     variant = "soft"
     summary = "Blink: all posteriors as edge weights (exact up to 3,000 nodes, bounded beyond)"
 
@@ -202,5 +240,6 @@ class BlinkSoft(_Blink):
 @register
 class BlinkHybrid(_Blink):
     name = "blink-hybrid"
+    display_name = "Blink-Hybrid"
     variant = "hybrid"
     summary = "Blink: keep the top ||P||_1 posteriors as edge weights"

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 class FeatureBaselineParams(NodeParams):
-    normalize_features: bool = True
+    normalize_features: bool = Field(True, description="no effect (scaling is the run's data "
+                                     "option normalize_features)")
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
     batch_norm: bool = True
     weight_decay: float = Field(1e-3, ge=0)
@@ -36,14 +37,19 @@ class FeatureBaselineParams(NodeParams):
 
 
 class OhdParams(FeatureBaselineParams):
-    max_degree: int = Field(64, ge=1)
+    max_degree: int = Field(64, ge=1, description="degrees above it share the last one-hot "
+                            "feature")
 
 
 class _FeatureBaseline(Method):
+    """The feature baselines of LPGNN (Sec. 5.1): Sajadmanesh & Gatica-Perez, "Locally
+    Private Graph Neural Networks", CCS 2021."""
+
     tasks = ("node",)
     private = False
     models = ("gcn", "sage", "gat")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": FeatureBaselineParams}
+    public: ClassVar[frozenset[Unit]] = frozenset({Unit.EDGE_LDP})  # LPGNN's threat model
 
     def features(self, ctx: RunContext) -> torch.Tensor:
         raise NotImplementedError

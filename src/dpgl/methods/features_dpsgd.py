@@ -35,12 +35,13 @@ __all__ = ["FeaturesDPSGDParams", "public_subsample_size", "train_features"]
 
 class FeaturesDPSGDParams(NodeDPParams):
     epochs: int = Field(200, ge=1)
-    subsample: float = Field(1.0, gt=0, le=1)
-    #: "dpgl": noise calibrated so the verified accounting meets --epsilon. "paper": noise from
-    #: DPAR's statement for ``paper_epsilon`` (the run takes no --epsilon; its report says
-    #: what that noise really spends).
-    accounting: Literal["dpgl", "paper"] = "dpgl"
-    paper_epsilon: float | None = Field(None, gt=0)
+    subsample: float = Field(1.0, gt=0, le=1, description="Poisson node-subsampling rate q' of "
+                             "the training graph (1: no subsample)")
+    accounting: Literal["dpgl", "paper"] = Field(
+        "dpgl", description="dpgl: noise meets --epsilon by the verified analysis; paper: by "
+        "DPAR's statement for paper_epsilon")
+    paper_epsilon: float | None = Field(None, gt=0, description="the epsilon DPAR's accounting "
+                                        "would claim (accounting=paper only; no --epsilon)")
 
     @model_validator(mode="after")
     def _paper(self) -> FeaturesDPSGDParams:
@@ -141,6 +142,9 @@ def run_features(ctx: RunContext, private: bool) -> MethodOutput:
 
 @register
 class FeaturesDPSGD(Method):
+    """The "Features" baseline of DPAR (Sec. 5): Zhang, Lee, Ma, Lou, Yang & Xiong, "DPAR:
+    Decoupled Graph Neural Networks with Node-Level Differential Privacy", WWW 2024."""
+
     models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "features-dpsgd"
     tasks = ("node",)
@@ -160,6 +164,10 @@ class FeaturesDPSGD(Method):
 
 @register
 class FeaturesNonPrivate(Method):
+    """The "Features" baseline of DPAR (Sec. 5), without privacy: Zhang, Lee, Ma, Lou, Yang
+    & Xiong, "DPAR: Decoupled Graph Neural Networks with Node-Level Differential Privacy",
+    WWW 2024."""
+
     models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "features-nonprivate"
     tasks = ("node",)

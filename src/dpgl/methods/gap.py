@@ -55,14 +55,15 @@ UNIT = Unit.BOUNDED_NODE_DP
 
 
 class GAPParams(NodeDPParams):
-    encoder_dim: int = Field(16, ge=1)
-    epochs: int = Field(100, ge=1)                   # classifier epochs
-    encoder_epochs: int = Field(50, ge=1)
+    encoder_dim: int = Field(16, ge=1, description="width of the encoder's output (the "
+                             "aggregated embeddings)")
+    epochs: int = Field(100, ge=1, description="classifier training epochs")
+    encoder_epochs: int = Field(50, ge=1, description="encoder pre-training epochs")
     batch_size: int = Field(256, ge=1)
-    hops: int = Field(2, ge=1)
-    #: public bound D on every in- and out-degree of the training graph (bounded-degree
-    #: node-DP); a training graph above it is refused
-    max_degree: int = Field(10, ge=1)
+    hops: int = Field(2, ge=1, description="aggregation hops H (each perturbed with Gaussian "
+                      "noise)")
+    max_degree: int = Field(10, ge=1, description="public bound D on every in- and out-degree "
+                            "of the training graph (a graph above it is refused)")
 
 
 def _configs(p: GAPParams, z: float | None, n_public: int) -> tuple[DPSGDConfig, DPSGDConfig]:
@@ -202,6 +203,9 @@ def run_gap(ctx: RunContext, private: bool) -> MethodOutput:
 
 @register
 class GAPNodeDP(Method):
+    """Sajadmanesh, Shamsabadi, Bellet & Gatica-Perez, "GAP: Differentially Private Graph
+    Neural Networks with Aggregation Perturbation", USENIX Security 2023."""
+
     models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "gap-ndp"
     tasks = ("node",)
@@ -220,6 +224,9 @@ class GAPNodeDP(Method):
 
 @register
 class GAPNonPrivate(Method):
+    """Sajadmanesh, Shamsabadi, Bellet & Gatica-Perez, "GAP: Differentially Private Graph
+    Neural Networks with Aggregation Perturbation", USENIX Security 2023."""
+
     models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "gap-nonprivate"
     tasks = ("node",)

@@ -84,6 +84,16 @@ def customized_setting(params: Params) -> set[Unit]:
     return {Unit.EDGE_LDP} if getattr(params, "non_private_fraction", 0.0) > 0 else set()
 
 
+#: descriptions shared by the node and graph tasks' DPRR parameters
+#: (:class:`dpgl.methods.edge_ldp.DPRRParams`)
+SYMMETRIZE_HELP = ("the reports as sent (directed), or an edge where either end (or) or both "
+                   "ends (and) report it")
+ALLOCATION_HELP = ("eq8: the degree gets max(sqrt(8/(n_max-1)), degree_share eps) (DPRR Eq. 8); "
+                   "split: degree_share eps")
+NON_PRIVATE_FRACTION_HELP = ("fraction of users who send their true lists, with no privacy "
+                             "(DPRR's lambda)")
+
+
 class GraphLDPParams(GraphParams):
     """GIN-0 hyper-parameters (:class:`GraphParams`) + the DPRR paper's options."""
 
@@ -92,18 +102,25 @@ class GraphLDPParams(GraphParams):
         "degree_fraction": Renamed("degree_share"),  # LocalLap's
     }
 
-    non_private_fraction: float = Field(0.0, ge=0, lt=1)  # lambda (customized setting)
-    #: the share of eps for the noisy degree: DPRR's 1 - alpha (Eq. 8), LocalLap's eps1 / eps
-    degree_share: float = Field(0.1, gt=0, lt=1)
-    allocation: Literal["eq8", "split"] = "eq8"
-    n_max: int | None = Field(None, ge=2)  # DPRR Eq. 8 (None: largest graph of the dataset)
-    symmetrize: Literal["directed", "or", "and"] = "directed"
-    poison: Literal["none", "all-ones", "random", "custom"] = "none"
-    poison_fraction: float = Field(0.0, ge=0, le=0.5)  # beta
-    poison_omega1: float | None = Field(None, ge=0, le=1)
-    poison_omega2: float | None = Field(None, ge=0, le=1)
-    defense_theta: float | None = Field(None, gt=0, lt=1)
-    max_total_edges: int = Field(60_000_000, ge=1)  # refuse RR runs whose output is larger
+    non_private_fraction: float = Field(0.0, ge=0, lt=1, description=NON_PRIVATE_FRACTION_HELP)
+    degree_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the noisy "
+                                "degree (DPRR's 1 - alpha, LocalLap's eps1 / eps)")
+    allocation: Literal["eq8", "split"] = Field("eq8", description=ALLOCATION_HELP)
+    n_max: int | None = Field(None, ge=2, description="n_max of DPRR's Eq. 8 (unset: the "
+                              "largest graph of the dataset)")
+    symmetrize: Literal["directed", "or", "and"] = Field("directed", description=SYMMETRIZE_HELP)
+    poison: Literal["none", "all-ones", "random", "custom"] = Field(
+        "none", description="data poisoning attack on the training graphs (DPRR Sec. 6)")
+    poison_fraction: float = Field(0.0, ge=0, le=0.5, description="fraction beta of poisoned "
+                                   "users per training graph")
+    poison_omega1: float | None = Field(None, ge=0, le=1, description="poison=custom: "
+                                        "probability a poisoned user reports a true edge")
+    poison_omega2: float | None = Field(None, ge=0, le=1, description="poison=custom: "
+                                        "probability a poisoned user reports a non-edge")
+    defense_theta: float | None = Field(None, gt=0, lt=1, description="Defense(theta): drop "
+                                        "lists with too many ones (Eq. 17; unset: no defense)")
+    max_total_edges: int = Field(60_000_000, ge=1, description="refuse a run whose noisy "
+                                 "graphs hold more edges than this (memory guard)")
 
     @model_validator(mode="after")
     def _poison(self) -> GraphLDPParams:
@@ -538,6 +555,9 @@ def fit_graph_ldp(method: Method | str, ctx: RunContext) -> MethodOutput:
 
 
 class _GraphOnly(Method):
+    """Baselines of DPRR: Hidano & Murakami, "Degree-Preserving Randomized Response for
+    Graph Neural Networks under Local Differential Privacy", arXiv:2202.10209, 2022."""
+
     tasks = ("graph",)
     params_for_task: ClassVar[dict[str, type[Params]]] = {"graph": GraphLDPParams}
 

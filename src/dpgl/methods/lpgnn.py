@@ -42,23 +42,34 @@ class LpgnnParams(NodeParams):
     weight_decay: float = Field(1e-3, ge=0)
     epochs: int = Field(300, ge=1)
     patience: int | None = Field(100, ge=1)
-    feature_mechanism: Literal["multibit", "1bit", "gaussian", "laplace"] = "multibit"
-    m: int | Literal["best", "max"] = "best"
-    delta: float = Field(1e-4, gt=0, lt=1)  # the Gaussian mechanism's feature-LDP delta
-    #: the public range [alpha, beta] of the feature values (LPGNN Sec. 3); default: the
-    #: dataset's own public range ([0, 1] for binary features)
-    feature_low: float | None = None
-    feature_high: float | None = None
-    feature_steps: int = Field(4, ge=0, le=256)  # K of KProp on the features
-    aggregator: Literal["gcn", "mean"] = "gcn"
-    self_loops: bool = False
-    label_epsilon: float | None = Field(None, gt=0)
-    label_denoise: Literal["drop", "none"] = "drop"
-    label_steps: int = Field(0, ge=0, le=256)  # K_y of the label propagation
-    forward_correction: bool = True
-    #: precompute AGG^K(x') (LPGNN) or propagate after the projection (same function; for
-    #: large n x d with sparse reports); "auto": factorised when n * d > 2e7.
-    propagation: Literal["auto", "precompute", "factorized"] = "auto"
+    feature_mechanism: Literal["multibit", "1bit", "gaussian", "laplace"] = Field(
+        "multibit", description="how each user randomizes her feature vector (LPGNN's "
+        "multi-bit by default)")
+    m: int | Literal["best", "max"] = Field(
+        "best", description="features each user reports (multi-bit): a number, best (LPGNN "
+        "Eq. 6) or max (all d)")
+    delta: float = Field(1e-4, gt=0, lt=1, description="delta of the Gaussian mechanism's "
+                         "feature-LDP guarantee")
+    feature_low: float | None = Field(None, description="public lower end alpha of the feature "
+                                      "values (unset: the dataset's public range)")
+    feature_high: float | None = Field(None, description="public upper end beta of the feature "
+                                       "values (unset: the dataset's public range)")
+    feature_steps: int = Field(4, ge=0, le=256, description="KProp steps K_x over the noisy "
+                               "features")
+    aggregator: Literal["gcn", "mean"] = Field("gcn", description="KProp's neighbour "
+                                               "aggregation")
+    self_loops: bool = Field(False, description="KProp aggregates a node's own report too")
+    label_epsilon: float | None = Field(None, gt=0, description="label-LDP budget eps_y of k-ary "
+                                        "RR on the labels (unset: labels used as is)")
+    label_denoise: Literal["drop", "none"] = Field(
+        "drop", description="noisy-label handling: drop (LPGNN's label propagation + forward "
+        "correction) or none")
+    label_steps: int = Field(0, ge=0, le=256, description="label propagation steps K_y")
+    forward_correction: bool = Field(True, description="correct the loss with the RR "
+                                     "transition matrix of the noisy labels")
+    propagation: Literal["auto", "precompute", "factorized"] = Field(
+        "auto", description="KProp on the reports (precompute) or after the first projection "
+        "(factorized, same result); auto: by n d")
 
 
 def collect_labels(ctx: RunContext, y: torch.Tensor, label_epsilon: float | None, rng: object,
@@ -115,6 +126,8 @@ def label_targets(y: torch.Tensor, y_noisy: torch.Tensor | None, mechanism: Labe
 
 @register
 class LPGNN(Method):
+    """Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS 2021."""
+
     name = "lpgnn"
     tasks = ("node",)
     private = True
@@ -127,6 +140,7 @@ class LPGNN(Method):
     deltas: ClassVar[dict[Unit, str]] = {Unit.FEATURE_LDP: "delta"}
     budget_split = ("all of epsilon to each user's feature report; labels: label_epsilon "
                     "(k-RR) if set, else used as is; the graph is known to the server")
+    public: ClassVar[frozenset[Unit]] = frozenset({Unit.EDGE_LDP})  # LPGNN's threat model
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
         import torch

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
+from types import UnionType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -27,12 +28,93 @@ class Renamed(NamedTuple):
     new: str
     convert: Callable[[Any], Any] | None = None
 
+    @property
+    def how(self) -> str:
+        """How an old value becomes a new one, in words (``""``: as is)."""
+        if self.convert is None:
+            return ""
+        return "new = 1 - old" if self.convert is complement else "converted"
+
 
 def complement(value: Any) -> Any:
     """``1 - value`` (rounded to 12 decimals, so that an old ``alpha = 0.7`` is the
     ``degree_share = 0.3`` a new configuration writes, and 1 - 0.3 gives back 0.7 exactly):
     an old share of the other part of a two-part budget split."""
     return round(1.0 - float(value), 12) if isinstance(value, (int, float)) else value
+
+
+_BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+
+
+def _type_text(annotation: Any) -> tuple[str, list[Any]]:
+    """A field type in words (``float``, ``int or unset``, ``relu|selu``) and its choices."""
+    if get_origin(annotation) is Literal:
+        choices = list(get_args(annotation))
+        return "|".join(str(c) for c in choices), choices
+    if get_origin(annotation) in (Union, UnionType):
+        names: list[str] = []
+        choices: list[Any] = []
+        for arg in get_args(annotation):
+            if arg is type(None):
+                continue
+            text, more = _type_text(arg)
+            choices += more
+            if text not in names:
+                names.append(text)
+        text = " or ".join(names)
+        return (text + " or unset" if type(None) in get_args(annotation) else text), choices
+    return getattr(annotation, "__name__", str(annotation)), []
+
+
+class ParamInfo(NamedTuple):
+    """One parameter as ``dpgl methods NAME`` lists it (derived from the pydantic field)."""
+
+    name: str
+    type: str
+    default: Any
+    bounds: dict[str, float]       # gt / ge / lt / le
+    choices: list[Any]
+    description: str
+
+    @classmethod
+    def of(cls, name: str, info: Any) -> ParamInfo:
+        kind, choices = _type_text(info.annotation)
+        bounds = {key: getattr(m, key) for m in info.metadata for key, _ in _BOUNDS
+                  if getattr(m, key, None) is not None}
+        return cls(name, kind, info.get_default(call_default_factory=True), bounds, choices,
+                   info.description or "")
+
+    @property
+    def bounds_text(self) -> str:
+        return bounds_text(self.bounds)
+
+    @property
+    def default_text(self) -> str:
+        return value_text(self.default)
+
+
+def bounds_text(bounds: dict[str, float]) -> str:
+    """Field bounds as an interval: ``(0, 1)``, ``[0, 1)``, ``>= 1`` or ``""``."""
+    lo = next(((k, v) for k, v in bounds.items() if k in ("gt", "ge")), None)
+    hi = next(((k, v) for k, v in bounds.items() if k in ("lt", "le")), None)
+    if lo and hi:
+        return (f"{'(' if lo[0] == 'gt' else '['}{value_text(lo[1])}, "
+                f"{value_text(hi[1])}{')' if hi[0] == 'lt' else ']'}")
+    if lo or hi:
+        key, value = lo or hi  # type: ignore[misc]
+        return f"{dict(_BOUNDS)[key]} {value_text(value)}"
+    return ""
+
+
+def value_text(value: Any) -> str:
+    """A parameter value as one writes it with ``-p`` (``unset`` for None)."""
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
 
 
 class Params(BaseModel):
@@ -58,11 +140,32 @@ class Params(BaseModel):
                                   f"{new!r}")
             value = out.pop(old)
             out[new] = convert(value) if convert is not None else value
-            how = " (new = 1 - old)" if convert is complement else ""
+            how = f" ({cls.renamed[old].how})" if convert is not None else ""
             warnings.warn(f"parameter {old!r} is now called {new!r}{how}; the old name will be "
                           "removed in the next release (docs/glossary.md)",
                           DpglDeprecationWarning, stacklevel=3)
         return out
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A field a subclass redeclares only to change its default or bounds keeps the
+        description of the field it overrides (``Field(description=...)`` is the one place
+        a parameter is described; ``dpgl methods NAME`` lists it)."""
+        super().__pydantic_init_subclass__(**kwargs)
+        for name, info in cls.model_fields.items():
+            if info.description:
+                continue
+            for base in cls.__mro__[1:]:
+                inherited = getattr(base, "model_fields", {}).get(name)
+                if inherited is not None and inherited.description:
+                    info.description = inherited.description
+                    break
+
+    @classmethod
+    def describe(cls) -> list[ParamInfo]:
+        """Every parameter: name, type, default, bounds and its one-line description, from
+        the fields themselves (the model is the only copy)."""
+        return [ParamInfo.of(name, info) for name, info in cls.model_fields.items()]
 
     @model_validator(mode="before")
     @classmethod
@@ -90,30 +193,42 @@ class DataParams(Params):
     section (:data:`dpgl.experiments.config.DATA_OPTIONS`), apart from the method's
     parameters."""
 
-    features: Literal["raw", "one-hot-degree"] = "raw"
-    normalize_features: bool = False
-    largest_component: bool = False
-    top_k_classes: int | None = Field(None, ge=2)
+    features: Literal["raw", "one-hot-degree"] = Field(
+        "raw", description="node features: the dataset's own, or one-hot node degrees")
+    normalize_features: bool = Field(
+        False, description="min-max scale every feature over all nodes (reads every node's "
+        "features)")
+    largest_component: bool = Field(False, description="keep the largest connected component only")
+    top_k_classes: int | None = Field(
+        None, ge=2, description="keep the nodes of the K largest classes (unset: all classes)")
 
 
 class NodeParams(Params):
     """Node classification: split, architecture and optimizer."""
 
-    train_ratio: float = Field(0.5, gt=0, lt=1)
-    val_ratio: float = Field(0.25, ge=0, lt=1)
-    test_ratio: float = Field(0.25, gt=0, lt=1)
-    stratify: bool = False
-    label_rate: float | None = Field(None, gt=0, lt=1)
-    hidden: int = Field(16, ge=1)
-    num_layers: int = Field(2, ge=1)
-    dropout: float = Field(0.5, ge=0, lt=1)
-    input_dropout: float = Field(0.0, ge=0, lt=1)
-    activation: Literal["relu", "selu", "elu", "tanh"] = "relu"
-    batch_norm: bool = False
-    lr: float = Field(0.01, gt=0)
-    weight_decay: float = Field(5e-4, ge=0)
-    epochs: int = Field(200, ge=1)
-    patience: int | None = Field(50, ge=1)
+    train_ratio: float = Field(0.5, gt=0, lt=1, description="fraction of the nodes in the "
+                               "training split")
+    val_ratio: float = Field(0.25, ge=0, lt=1, description="fraction of the nodes in the "
+                             "validation split (early stopping)")
+    test_ratio: float = Field(0.25, gt=0, lt=1, description="fraction of the nodes in the test "
+                              "split")
+    stratify: bool = Field(False, description="split every class by the same ratios (on the "
+                           "labels the server sees)")
+    label_rate: float | None = Field(None, gt=0, lt=1, description="fraction of all nodes whose "
+                                     "labels train (unset: the whole training split)")
+    hidden: int = Field(16, ge=1, description="hidden units per layer")
+    num_layers: int = Field(2, ge=1, description="number of layers of the model")
+    dropout: float = Field(0.5, ge=0, lt=1, description="dropout rate between layers")
+    input_dropout: float = Field(0.0, ge=0, lt=1, description="dropout rate on the input "
+                                 "features")
+    activation: Literal["relu", "selu", "elu", "tanh"] = Field(
+        "relu", description="activation function between layers")
+    batch_norm: bool = Field(False, description="batch normalization after each hidden layer")
+    lr: float = Field(0.01, gt=0, description="learning rate (Adam)")
+    weight_decay: float = Field(5e-4, ge=0, description="L2 weight decay (Adam)")
+    epochs: int = Field(200, ge=1, description="maximum number of training epochs")
+    patience: int | None = Field(50, ge=1, description="stop after this many epochs without a "
+                                 "better validation score (unset: run every epoch)")
 
     def architecture(self) -> ModelConfig:
         """The node model's architecture these parameters describe."""
@@ -145,11 +260,15 @@ class NodeDPParams(NodeParams):
     dropout: float = Field(0.0, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
     lr: float = Field(0.005, gt=0)
-    batch_size: int = Field(60, ge=1)
-    clip: float = Field(1.0, gt=0)                         # C (DP-SGD)
-    inductive_train: float = Field(0.8, gt=0, lt=1)
-    val_fraction: float = Field(0.5, gt=0, lt=1)
-    delta: float = Field(1e-4, gt=0, lt=1)
+    batch_size: int = Field(60, ge=1, description="expected DP-SGD batch size (sets the Poisson "
+                            "sampling rate)")
+    clip: float = Field(1.0, gt=0, description="DP-SGD per-example gradient clipping norm C")
+    inductive_train: float = Field(0.8, gt=0, lt=1, description="fraction of the nodes in the "
+                                   "training graph (the rest: validation and test graph)")
+    val_fraction: float = Field(0.5, gt=0, lt=1, description="fraction of the held-out nodes "
+                                "used for validation (the rest: test)")
+    delta: float = Field(1e-4, gt=0, lt=1, description="delta of the node-level (eps, delta) "
+                         "guarantee")
 
     def dpsgd_config(self, *, public_size: int, noise_multiplier: float | None = None,
                      epochs: int | None = None) -> DPSGDConfig:
@@ -164,19 +283,25 @@ class NodeDPParams(NodeParams):
 class GraphParams(Params):
     """Graph classification with GIN-0 (DPRR Sec. 5.1 defaults: 75/10/15 split, batch 64)."""
 
-    train_ratio: float = Field(0.75, gt=0, lt=1)
-    val_ratio: float = Field(0.10, ge=0, lt=1)
-    test_ratio: float = Field(0.15, gt=0, lt=1)
-    hidden: int = Field(64, ge=1)
-    num_layers: int = Field(5, ge=1)
-    dropout: float = Field(0.5, ge=0, lt=1)
-    lr: float = Field(0.01, gt=0)
-    weight_decay: float = Field(0.0, ge=0)
-    batch_size: int = Field(64, ge=1)
-    epochs: int = Field(500, ge=1)
-    patience: int | None = Field(50, ge=1)
-    lr_step: int | None = Field(50, ge=1)  # halve the learning rate every 50 epochs (GIN)
-    lr_gamma: float = Field(0.5, gt=0, le=1)
+    train_ratio: float = Field(0.75, gt=0, lt=1, description="fraction of the graphs in the "
+                               "training split")
+    val_ratio: float = Field(0.10, ge=0, lt=1, description="fraction of the graphs in the "
+                             "validation split (early stopping)")
+    test_ratio: float = Field(0.15, gt=0, lt=1, description="fraction of the graphs in the test "
+                              "split")
+    hidden: int = Field(64, ge=1, description="hidden units per GIN layer")
+    num_layers: int = Field(5, ge=1, description="number of GIN layers")
+    dropout: float = Field(0.5, ge=0, lt=1, description="dropout rate on each layer's graph score")
+    lr: float = Field(0.01, gt=0, description="learning rate (Adam)")
+    weight_decay: float = Field(0.0, ge=0, description="L2 weight decay (Adam)")
+    batch_size: int = Field(64, ge=1, description="graphs per mini-batch")
+    epochs: int = Field(500, ge=1, description="maximum number of training epochs")
+    patience: int | None = Field(50, ge=1, description="stop after this many epochs without a "
+                                 "better validation score (unset: run every epoch)")
+    lr_step: int | None = Field(50, ge=1, description="multiply the learning rate by lr_gamma "
+                                "every this many epochs (unset: constant)")
+    lr_gamma: float = Field(0.5, gt=0, le=1, description="learning-rate decay factor (see "
+                            "lr_step)")
 
     def train_config(self) -> GraphTrainConfig:
         """The trainer configuration these parameters describe."""

@@ -42,9 +42,8 @@ UNIT = Unit.BOUNDED_NODE_DP
 
 class SAGEParams(NodeDPParams):
     epochs: int = Field(100, ge=1)
-    #: public bound D on every in- and out-degree of the training graph (bounded-degree
-    #: node-DP); a training graph above it is refused
-    max_degree: int = Field(5, ge=1)
+    max_degree: int = Field(5, ge=1, description="public bound D on every in- and out-degree "
+                            "of the training graph (a graph above it is refused)")
 
 
 def neighbourhoods(x: torch.Tensor, edge_index: torch.Tensor, n: int, d: int
@@ -149,6 +148,9 @@ def _first_in_edges(edge_index: torch.Tensor, n: int, d: int) -> torch.Tensor:
 
 @register
 class SAGENodeDP(Method):
+    """Daigavane, Madan, Sinha, Thakurta, Aggarwal & Jain, "Node-Level Differentially
+    Private Graph Neural Networks", arXiv:2111.15521, 2021."""
+
     models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "sage-ndp"
     tasks = ("node",)
@@ -166,6 +168,9 @@ class SAGENodeDP(Method):
 
 @register
 class SAGENonPrivate(Method):
+    """Daigavane, Madan, Sinha, Thakurta, Aggarwal & Jain, "Node-Level Differentially
+    Private Graph Neural Networks", arXiv:2111.15521, 2021."""
+
     models = ("mlp",)  # trains its own model; runs are stored under "mlp"
     name = "sage-nonprivate"
     tasks = ("node",)

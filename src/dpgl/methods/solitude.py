@@ -45,13 +45,18 @@ class SolitudeLinkParams(NodeParams):
     """Edge part only (Blink's protocol)."""
 
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
-    structure_learning: bool = True
-    symmetric: bool = True
-    adj_lr: float = Field(0.01, gt=0)
-    lambda1: float = Field(5.0, ge=0)      # lambda2 / (2 lambda1) = 1/2: one-way pairs -> 0
-    lambda2: float = Field(5.0, ge=0)
-    gnn_weight: float = Field(1.0, ge=0)
-    inner_steps: int = Field(1, ge=1)
+    structure_learning: bool = Field(True, description="learn the graph jointly with the GNN "
+                                     "(Eq. 14)")
+    symmetric: bool = Field(True, description="learn one weight per undirected pair (else one "
+                            "per directed report)")
+    adj_lr: float = Field(0.01, gt=0, description="learning rate of the learned graph")
+    lambda1: float = Field(5.0, ge=0, description="weight of ||A~ - A^c||_F^2, closeness to the "
+                           "noisy graph (Eq. 14)")
+    lambda2: float = Field(5.0, ge=0, description="weight of ||A^c||_1, sparsity of the learned "
+                           "graph (Eq. 14)")
+    gnn_weight: float = Field(1.0, ge=0, description="weight of the GNN loss in the graph "
+                              "update")
+    inner_steps: int = Field(1, ge=1, description="graph updates per GNN step")
 
     def solitude_config(self, structure_learning: bool) -> SolitudeConfig:
         """The Solitude training loop's configuration these parameters describe."""
@@ -63,19 +68,26 @@ class SolitudeLinkParams(NodeParams):
 
 
 class SolitudeParams(SolitudeLinkParams):
-    variant: Literal["solitude", "lpgnn", "base"] = "solitude"
-    feature_epsilon: float = Field(1.0, gt=0)
-    #: public feature range (default: the dataset's own, [0, 1] for binary features)
-    feature_low: float | None = None
-    feature_high: float | None = None
-    feature_steps: int = Field(4, ge=0, le=256)   # l_x (Eq. 11)
-    label_epsilon: float | None = Field(None, gt=0)
-    label_steps: int = Field(0, ge=0, le=256)     # l_y (Eq. 12)
-    forward_correction: bool = True
-    #: post-processing (no privacy cost): scale the calibrated features to zero mean and unit
-    #: variance per column. Rectified multi-bit reports are of size ~ d coth(eps/2m)/2m
-    #: (thousands for CiteSeer's d = 3,703) and the backbone has no normalization layer.
-    standardize_features: bool = True
+    variant: Literal["solitude", "lpgnn", "base"] = Field(
+        "solitude", description="row of Solitude's Table 3: solitude (everything), lpgnn "
+        "(smoothing only), base (raw reports)")
+    feature_epsilon: float = Field(1.0, gt=0, description="feature-LDP budget eps_x of each "
+                                   "user's multi-bit feature report")
+    feature_low: float | None = Field(None, description="public lower end of the feature values "
+                                      "(unset: the dataset's public range)")
+    feature_high: float | None = Field(None, description="public upper end of the feature "
+                                       "values (unset: the dataset's public range)")
+    feature_steps: int = Field(4, ge=0, le=256, description="feature smoothing steps l_x "
+                               "(Eq. 11)")
+    label_epsilon: float | None = Field(None, gt=0, description="label-LDP budget eps_y of k-ary "
+                                        "RR on the labels (unset: labels used as is)")
+    label_steps: int = Field(0, ge=0, le=256, description="label smoothing steps l_y (Eq. 12)")
+    forward_correction: bool = Field(True, description="correct the loss with the RR "
+                                     "transition matrix of the noisy labels")
+    #: Rectified multi-bit reports are of size ~ d coth(eps/2m)/2m (thousands for CiteSeer's
+    #: d = 3,703) and the backbone has no normalization layer.
+    standardize_features: bool = Field(True, description="scale the calibrated features to zero "
+                                       "mean, unit variance per column (post-processing)")
 
 
 def _noisy_graph(ctx: RunContext, epsilon: float, rng: object) -> torch.Tensor:
@@ -87,6 +99,9 @@ def _noisy_graph(ctx: RunContext, epsilon: float, rng: object) -> torch.Tensor:
 
 @register
 class Solitude(Method):
+    """Lin, Li & Wang, "Towards Private Learning on Decentralized Graphs with Local
+    Differential Privacy", IEEE TIFS 2022."""
+
     name = "solitude"
     tasks = ("node",)
     private = True
@@ -156,6 +171,9 @@ class Solitude(Method):
 
 @register
 class SolitudeLink(Method):
+    """Lin, Li & Wang, "Towards Private Learning on Decentralized Graphs with Local
+    Differential Privacy", IEEE TIFS 2022."""
+
     name = "solitude-link"
     tasks = ("node",)
     private = True
@@ -163,6 +181,7 @@ class SolitudeLink(Method):
     summary = ("Solitude's edge part under Blink's protocol: RR neighbor lists + structure "
                "learning; true features and labels")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": SolitudeLinkParams}
+    public: ClassVar[frozenset[Unit]] = frozenset({Unit.FEATURE_LDP, Unit.LABEL_LDP})  # Blink's
     budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon"}
     budget_split = "all of epsilon to RR on every neighbor-list bit"
 

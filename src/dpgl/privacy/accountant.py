@@ -328,10 +328,6 @@ class Accountant(AccountantInterface):
         ev = evaluate(self._parts, target, method)
         totals = ev.totals
         notes = list(ev.notes)
-        nonpriv = [u for u, g in totals.items() if math.isinf(g.epsilon)]
-        if nonpriv:
-            notes.append("NO PRIVACY for: " + ", ".join(u.value for u in nonpriv)
-                         + " (data of that unit used as is)")
         local = [totals[u] for u in LOCAL_UNITS if u in totals]
         per_user = None
         if local:

@@ -2,7 +2,8 @@
 
 :class:`PrivacyReport` is what :meth:`dpgl.privacy.Accountant.report` returns and what every
 run stores (``to_dict`` / ``from_dict``). Its :attr:`~PrivacyReport.headline` is the sentence
-every rendering starts with: what is protected, at which epsilon, and what is used as is.
+every rendering starts with: what is protected, at which epsilon, and what is not protected
+(used as is, or assumed public in the method's setting: :attr:`PrivacyReport.public`).
 """
 
 from __future__ import annotations
@@ -102,12 +103,18 @@ def _guarantee_from_dict(d: dict[str, Any]) -> Guarantee:
     return Guarantee(math.inf if eps is None else float(eps), float(d.get("delta", 0.0)), unit)
 
 
-def _total_text(g: Guarantee) -> str:
+def _total_text(g: Guarantee, public: bool = False) -> str:
     if math.isinf(g.epsilon):
-        return "NO PRIVACY (data used as is)"
+        return AS_IS_PUBLIC if public else AS_IS
     if g.delta == 0:
         return f"eps={_fmt_eps(g.epsilon)}"
     return f"eps={_fmt_eps(g.epsilon)}, delta={_fmt_delta(g.delta)}"
+
+
+#: How a unit whose data was used as is reads in the totals: public in the method's setting,
+#: or not.
+AS_IS_PUBLIC = "not protected: used as is (public in this setting)"
+AS_IS = "no privacy: used as is"
 
 
 def _budget_words(g: Guarantee) -> str:
@@ -117,9 +124,19 @@ def _budget_words(g: Guarantee) -> str:
     return text
 
 
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 @dataclass
 class PrivacyReport:
-    """What a run spent: per-part entries, per-unit totals and the per-user local total."""
+    """What a run spent: per-part entries, per-unit totals and the per-user local total.
+
+    ``public``: the units whose data the method's setting assumes the server knows (e.g.
+    Blink's node features and labels, :attr:`dpgl.methods.Method.public`); data of such a unit
+    recorded as used as is is reported as public in this setting, not as unprotected data.
+    """
 
     entries: list[ReportEntry] = field(default_factory=list)
     totals: dict[Unit, Guarantee] = field(default_factory=dict)
@@ -127,6 +144,7 @@ class PrivacyReport:
     delta: float | None = None
     method: str | None = None
     notes: list[str] = field(default_factory=list)
+    public: frozenset[Unit] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -154,9 +172,23 @@ class PrivacyReport:
                 names.append(e.name)
         return names
 
+    def _as_is(self, *, public: bool, units: tuple[Unit, ...] | None = None) -> list[str]:
+        """Names of the parts used as is whose unit is (``public``) or is not public in the
+        method's setting, optionally only those of ``units``."""
+        names: list[str] = []
+        for e in self.entries:
+            if not (e.kind == "nonprivate" or math.isinf(e.epsilon)) or e.name in names:
+                continue
+            if (e.unit in self.public) == public and (units is None or e.unit in units):
+                names.append(e.name)
+        return names
+
     @property
     def headline(self) -> str:
-        """One plain sentence: what is protected, at which epsilon, and what is used as is."""
+        """One plain sentence (two when something is not protected): what is protected, at
+        which epsilon, under which unit and by which parts; then what is not protected, and
+        whether the method's setting assumes it public. Everything comes from the recorded
+        entries and totals and :attr:`public`."""
         if self.empty:
             return "Nothing was released: no data release recorded."
         order = list(Unit)
@@ -167,32 +199,39 @@ class PrivacyReport:
             if not parts:
                 continue
             if len(parts) == 1:
-                inner = f": {parts[0].name}"
+                inner = parts[0].name
             else:
-                inner = ": " + " + ".join(f"{e.name} {_fmt_eps(e.epsilon)}" for e in parts)
+                inner = " + ".join(f"{e.name} {_fmt_eps(e.epsilon)}" for e in parts)
                 if sum(e.kind in ("gaussian", "rdp") for e in parts) > 1:
                     inner += ", each alone; the noisy parts compose jointly"
             if math.isfinite(g.epsilon):
-                clauses.append(f"{UNIT_SUBJECTS[unit]}, {_budget_words(g)} "
-                               f"({unit.value}{inner})")
+                clauses.append(f"{UNIT_SUBJECTS[unit]}, {_budget_words(g)} {unit.value} "
+                               f"({inner})")
             else:  # some users' reports are randomized, the others' data is used as is
                 eps = math.fsum(e.epsilon for e in parts)
                 delta = min(math.fsum(e.delta for e in parts), 1.0 - 1e-16)
                 budget = _budget_words(Guarantee(eps, delta, unit))
                 who = ("for the users whose reports are randomized" if unit in LOCAL_UNITS
                        else "for the randomized parts")
-                clauses.append(f"{UNIT_SUBJECTS[unit]}, {budget} {who} ({unit.value}{inner})")
+                clauses.append(f"{UNIT_SUBJECTS[unit]}, {budget} {unit.value} {who} ({inner})")
+        as_is, public = self._as_is(public=False), self._as_is(public=True)
         if clauses:
             sentence = "Protected: " + "; ".join(clauses)
             local = [u for u in self.protected if u in LOCAL_UNITS]
             if (self.per_user is not None and math.isfinite(self.per_user.epsilon)
                     and len(local) > 1):
                 sentence += f"; per user {_budget_words(self.per_user)} in total"
-        else:
-            sentence = "Nothing is protected"
-        as_is = self.used_as_is
-        if as_is:
-            sentence += ". Used as is (no privacy): " + ", ".join(as_is)
+            missing = ([f"{_and(as_is)} (used as is)"] if as_is else []) + (
+                [f"{_and(public)} (assumed public in this setting)"] if public else [])
+            if missing:
+                sentence += ". Not protected: " + "; ".join(missing)
+            return sentence + "."
+        if not as_is:
+            return (f"Nothing private is used: {_and(public)} used as is (assumed public in "
+                    "this setting).")
+        sentence = f"Nothing is protected: {_and(as_is)} used as is"
+        if public:
+            sentence += f"; {_and(public)} assumed public in this setting"
         return sentence + "."
 
     def to_dict(self) -> dict[str, Any]:
@@ -205,6 +244,7 @@ class PrivacyReport:
             "delta": self.delta,
             "method": self.method,
             "notes": list(self.notes),
+            "public": sorted(u.value for u in self.public),
         }
 
     @classmethod
@@ -219,6 +259,7 @@ class PrivacyReport:
                 delta=None if d.get("delta") is None else float(d["delta"]),
                 method=d.get("method"),
                 notes=[str(n) for n in d.get("notes", [])],
+                public=frozenset(check_unit(u) for u in d.get("public", [])),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ConfigError(f"malformed privacy report: {err}") from None
@@ -228,16 +269,19 @@ class PrivacyReport:
             return "privacy: no data release recorded"
         parts = []
         for unit, g in self.totals.items():
-            parts.append(f"{unit.value} {_total_text(g)}")
-        if self.per_user is not None and len([u for u in self.totals if u in LOCAL_UNITS]) > 1:
+            parts.append(f"{unit.value} {_total_text(g, unit in self.public)}")
+        if self.per_user is not None and math.isfinite(self.per_user.epsilon) and len(
+                [u for u in self.totals if u in LOCAL_UNITS]) > 1:
             parts.append(f"per user {_total_text(self.per_user)}")
         return "privacy: " + "; ".join(parts)
 
     def render(self) -> str:
-        """A plain-text multi-line table, opening with :attr:`headline`."""
+        """Plain text that opens with :attr:`headline`, then every part, the per-unit totals,
+        and the per-user local total (or, when that is unbounded, which local data is used as
+        is)."""
         if self.empty:
-            return "Privacy report\n  " + self.headline + "\n"
-        lines = ["Privacy report", "  " + self.headline, "  Parts:"]
+            return self.headline + "\n"
+        lines = [self.headline, "  Privacy report, part by part:"]
         rows = [("part", "unit", "guarantee", "mechanism")]
         for e in self.entries:
             mech = e.mechanism
@@ -247,7 +291,10 @@ class PrivacyReport:
                 mech += f" [x{e.count}, {e.composition} composition]"
             if e.details:
                 mech += f" ({e.details})"
-            rows.append((e.name, e.unit.value, e.guarantee_text, mech.strip()))
+            guarantee = e.guarantee_text
+            if guarantee == "no privacy" and e.unit in self.public:
+                guarantee = "used as is (public)"
+            rows.append((e.name, e.unit.value, guarantee, mech.strip()))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         for r in rows:
             lines.append("    " + "  ".join(r[i].ljust(widths[i]) for i in range(3))
@@ -255,10 +302,17 @@ class PrivacyReport:
         lines.append("  Totals per unit (basic composition across parts):")
         uw = max(len(u.value) for u in self.totals)
         for unit, g in self.totals.items():
-            lines.append(f"    {unit.value.ljust(uw)}  {_total_text(g)}")
-        if self.per_user is not None:
+            lines.append(f"    {unit.value.ljust(uw)}  {_total_text(g, unit in self.public)}")
+        if self.per_user is not None and math.isfinite(self.per_user.epsilon):
             lines.append("  Per user (local model: edge-, feature- and label-LDP parts, basic "
                          f"composition): {_total_text(self.per_user)}")
+        elif self.per_user is not None and self.protected:  # say which local data is as is
+            for public in (True, False):
+                names = self._as_is(public=public, units=LOCAL_UNITS)
+                if names:
+                    what = _and(names)
+                    lines.append(f"  {what[0].upper()}{what[1:]}: used as is ("
+                                 + ("public in this setting)." if public else "no privacy)."))
         for n in self.notes:
             lines.append(f"  Note: {n}")
         return "\n".join(lines) + "\n"
