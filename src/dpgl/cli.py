@@ -245,8 +245,9 @@ def _print_method(info: dict[str, Any]) -> None:
     for task, params in info["params"].items():
         own = sum(p["group"] == "method" for p in params)
         table = Table(title=f"{task}-task parameters (-p NAME=VALUE)", title_justify="left",
-                      caption=(f"first {own}: {info['name']}'s own; then the {task} task's "
-                               "training parameters" if own else None), caption_justify="left")
+                      caption=(f"above the line: {info['name']}'s own parameters; below: "
+                               f"the {task} task's training parameters" if own else None),
+                      caption_justify="left")
         for col in ("name", "type", "default", "bounds", "meaning"):
             table.add_column(col, justify="right" if col == "default" else "left")
         group = None
