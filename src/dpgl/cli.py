@@ -46,6 +46,14 @@ Download = Annotated[
 ]
 
 
+DeviceOption = Annotated[
+    str,
+    typer.Option("--device", help="Where to train: cpu (the default: the same numbers on every "
+                 "machine), cuda, cuda:N, or auto (CUDA when available). Not part of a run's "
+                 "key; the result records it (docs/gpu.md)."),
+]
+
+
 def _output_dir(path: Path, option: str) -> Path:
     """Create (or check) an output directory before any work: a path under a file, a
     read-only place or a file in its way is a one-line error now, not a traceback later."""
@@ -183,8 +191,12 @@ def train(
     data_dir: DataDir = None,
     download: Download = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Train and evaluate one run; print its metrics and privacy report."""
+    from dpgl.device import check_device
+
+    device = check_device(device)  # before the heavy imports
     from dpgl.experiments.config import RunConfig
     from dpgl.experiments.execute import execute_run
     from dpgl.privacy import PrivacyReport
@@ -209,7 +221,7 @@ def train(
         seed=seed,
         params=params,
     )
-    result = execute_run(config, data_dir=data_dir, download=download)
+    result = execute_run(config, data_dir=data_dir, download=download, device=device)
     if as_json:
         payload = {"config": config.canonical(), **result.model_dump()}
         payload.update(result.metrics)
@@ -247,8 +259,12 @@ def run(
     report_dir: Annotated[
         Path | None, typer.Option("--report", help="Write tables and plots here when done.")
     ] = None,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Run a grid; finished runs are stored and skipped when the grid is run again."""
+    from dpgl.device import check_device, resolve_device
+
+    device = check_device(device)  # before the heavy imports
     from dpgl.experiments.execute import execute_run, validate_config
     from dpgl.experiments.grid import load_grid
     from dpgl.experiments.report import write_report
@@ -260,6 +276,7 @@ def run(
     configs = spec.expand(lambda m: get_method(m).private)
     for c in configs:
         validate_config(c)
+    dev = resolve_device(device)
     path = store or Path("runs") / f"{spec.name}.sqlite"
     _output_dir(path.parent, "--store's directory")
     if report_dir is not None:
@@ -268,7 +285,7 @@ def run(
         outcome = run_grid(
             configs,
             st,
-            lambda c: execute_run(c, data_dir=data_dir, download=download),
+            lambda c: execute_run(c, data_dir=data_dir, download=download, device=dev),
             progress=not quiet,
             grid_name=spec.name,
         )
@@ -393,13 +410,17 @@ def demo(
         Path, typer.Option(help="Output directory for the store, table and plot.")
     ] = Path("demo-output"),
     seeds: Annotated[int, typer.Option(help="Seeds per configuration.")] = 3,
+    device: DeviceOption = "cpu",
 ) -> None:
     """The default demo: a small privacy-utility comparison on the built-in synthetic graph
     (no files, no network)."""
+    from dpgl.device import check_device, resolve_device
+
+    dev = resolve_device(check_device(device))
     _output_dir(output, "--output")
     from dpgl.experiments.demo import run_demo
 
-    run_demo(output, seeds=seeds, console=out)
+    run_demo(output, seeds=seeds, console=out, device=dev)
 
 
 def _one_line_warnings() -> None:
