@@ -10,7 +10,7 @@ import dpgl
 
 # lowest first; packages on one line are one layer (they may import each other)
 LAYERS: list[set[str]] = [
-    {"errors", "rng", "_lazy", "progress"},
+    {"errors", "rng", "_lazy", "progress", "device"},
     {"privacy", "graph", "datasets"},
     {"mechanisms"},
     {"estimators"},

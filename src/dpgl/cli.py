@@ -82,6 +82,14 @@ def _progress(quiet: bool) -> Any:
     return progress.use(progress.reporter_for(quiet))
 
 
+DeviceOption = Annotated[
+    str,
+    typer.Option("--device", help="Where to train: cpu (the default: the same numbers on every "
+                 "machine), cuda, cuda:N, or auto (CUDA when available). Not part of a run's "
+                 "key; the result records it (docs/gpu.md)."),
+]
+
+
 def _output_dir(path: Path, option: str) -> Path:
     """Create (or check) an output directory before any work: a path under a file, a
     read-only place or a file in its way is a one-line error now, not a traceback later."""
@@ -289,8 +297,12 @@ def train(
     download: Download = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     quiet: Quiet = False,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Train and evaluate one run; print its metrics and privacy report."""
+    from dpgl.device import check_device
+
+    device = check_device(device)  # before the heavy imports
     from dpgl.experiments.config import RunConfig
     from dpgl.experiments.execute import execute_run, validate_config
 
@@ -316,7 +328,7 @@ def train(
     )
     validate_config(config)  # every name and value, before torch is imported
     with _progress(quiet):
-        result = execute_run(config, data_dir=data_dir, download=download)
+        result = execute_run(config, data_dir=data_dir, download=download, device=device)
     if as_json:
         payload = {"config": config.canonical(), **result.model_dump()}
         payload.update(result.metrics)
@@ -356,8 +368,12 @@ def run(
     report_dir: Annotated[
         Path | None, typer.Option("--report", help="Write tables and plots here when done.")
     ] = None,
+    device: DeviceOption = "cpu",
 ) -> None:
     """Run a grid; finished runs are stored and skipped when the grid is run again."""
+    from dpgl.device import check_device, resolve_device
+
+    device = check_device(device)  # before the heavy imports
     from dpgl.experiments.execute import execute_run, validate_config
     from dpgl.experiments.grid import load_grid
     from dpgl.methods import get_method
@@ -366,6 +382,7 @@ def run(
     configs = spec.expand(lambda m: get_method(m).private)
     for c in configs:
         validate_config(c)
+    dev = resolve_device(device)
     path = store or Path("runs") / f"{spec.name}.sqlite"
     _output_dir(path.parent, "--store's directory")
     if report_dir is not None:
@@ -377,7 +394,7 @@ def run(
         outcome = run_grid(
             configs,
             st,
-            lambda c: execute_run(c, data_dir=data_dir, download=download),
+            lambda c: execute_run(c, data_dir=data_dir, download=download, device=dev),
             progress=not quiet,
             grid_name=spec.name,
         )
@@ -510,14 +527,18 @@ def demo(
     ] = Path("demo-output"),
     seeds: Annotated[int, typer.Option(help="Seeds per configuration.")] = 3,
     quiet: Quiet = False,
+    device: DeviceOption = "cpu",
 ) -> None:
     """The default demo: a small privacy-utility comparison on the built-in synthetic graph
     (no files, no network)."""
+    from dpgl.device import check_device, resolve_device
+
+    dev = resolve_device(check_device(device))
     _output_dir(output, "--output")
     from dpgl.experiments.demo import run_demo
 
     with _progress(quiet):
-        run_demo(output, seeds=seeds, console=out)
+        run_demo(output, seeds=seeds, console=out, device=dev)
 
 
 # Each command's help is its docstring, whose first paragraph typer's rich mode prints with

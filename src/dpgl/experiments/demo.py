@@ -4,6 +4,7 @@ on 2 cores. It runs a grid through the same runner, store and report as ``dpgl r
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -46,15 +47,18 @@ def demo_grid(seeds: int = 3) -> GridSpec:
     )
 
 
-def run_demo(output: Path, *, seeds: int = 3, console: Any = None) -> list[Path]:
-    """Run the demo grid into ``output/demo.sqlite`` and write the table and plot there."""
+def run_demo(output: Path, *, seeds: int = 3, console: Any = None,
+             device: Any = "cpu") -> list[Path]:
+    """Run the demo grid into ``output/demo.sqlite`` and write the table and plot there
+    (training on ``device``, :mod:`dpgl.device`)."""
     output.mkdir(parents=True, exist_ok=True)
     spec = demo_grid(seeds)
     configs = spec.expand(lambda m: get_method(m).private)
     start = time.perf_counter()
     with RunStore(output / "demo.sqlite") as store:
         outcome = run_grid(
-            configs, store, execute_run, progress=console is not None, grid_name="demo"
+            configs, store, functools.partial(execute_run, device=device),
+            progress=console is not None, grid_name="demo"
         )
         frame = store.to_frame()
     frame = frame[frame["key"].isin([c.key() for c in configs])]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpgl import __version__, progress
 from dpgl.datasets import dataset_kind, load_dataset
+from dpgl.device import DEFAULT_DEVICE, resolve_device
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.experiments.config import RunConfig, RunResult
 from dpgl.methods.base import Method, RunContext, check_task, get_method
@@ -146,11 +147,15 @@ def check_report(method: Method, params: Params, epsilon: float | None,
 
 
 def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
-                download: bool = False) -> RunResult:
-    """Run ``config`` once. Deterministic: the same config gives the same numbers.
-    ``download``: fetch missing dataset files (checksummed) into the data directory."""
+                download: bool = False, device: Any = DEFAULT_DEVICE) -> RunResult:
+    """Run ``config`` once. Deterministic: the same config gives the same numbers (on one
+    device). ``download``: fetch missing dataset files (checksummed) into the data directory.
+    ``device``: where the trainers run (``cpu``, ``cuda``, ``cuda:N`` or ``auto``,
+    :mod:`dpgl.device`): an execution option, not part of the run's key; the result's
+    ``info["device"]`` records the device used."""
     from dpgl.privacy import Accountant
     start = time.perf_counter()
+    dev = resolve_device(device)
     method, params, data = _resolve(config)
     options = tuple(data.model_dump().items())
     with progress.step(f"loading {config.dataset}"):
@@ -167,6 +172,7 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
         seed=config.seed,
         rng=make_rng(config.seed),
         accountant=accountant,
+        device=dev,
     )
     with accountant.active(), progress.step(config.label()):
         out = method.fit(ctx)
@@ -176,6 +182,7 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
     check_report(method, params, config.epsilon, report)
     info = dict(out.info)
     info["dpgl_version"] = __version__
+    info["device"] = str(dev)
     return RunResult(
         metrics=out.metrics,
         privacy=report.to_dict(),

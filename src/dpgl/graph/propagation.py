@@ -10,6 +10,7 @@ faster per epoch than edge-list message passing for a two-layer GCN (docs/archit
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +34,26 @@ class SparseOperator:
 
     def __matmul__(self, x: torch.Tensor) -> torch.Tensor:
         return _SpMM.apply(self.matrix, self.transpose, x)
+
+    @property
+    def device(self) -> torch.device:
+        return self.matrix.device
+
+    def to(self, device: torch.device | str) -> SparseOperator:
+        """This operator on ``device`` (itself when it is there already)."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        if self.matrix.device == device:
+            return self
+        return self.apply(lambda t: t.to(device))
+
+    def apply(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> SparseOperator:
+        """A copy whose matrix and transpose are ``fn`` of these (a module's ``_apply``)."""
+        out = object.__new__(SparseOperator)
+        out.shape, out.nnz = self.shape, self.nnz
+        out.matrix, out.transpose = fn(self.matrix), fn(self.transpose)
+        return out
 
     def to_dense(self) -> torch.Tensor:
         return self.matrix.to_dense()
@@ -67,8 +88,8 @@ def to_scipy(
 ) -> sp.csr_matrix:
     """``A[i, j] = w`` for each edge j -> i, as a SciPy CSR matrix (duplicates summed)."""
     check_edge_index(edge_index, num_nodes)
-    src = edge_index[0].numpy()
-    dst = edge_index[1].numpy()
+    src = edge_index[0].cpu().numpy()
+    dst = edge_index[1].cpu().numpy()
     w = (
         np.ones(src.shape[0], dtype=np.float32)
         if edge_weight is None

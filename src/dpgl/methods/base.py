@@ -36,6 +36,10 @@ class RunContext:
     seed: int
     rng: np.random.Generator
     accountant: Any  # dpgl.privacy.Accountant
+    #: where the trainers run (a ``torch.device`` or its name, :mod:`dpgl.device`): an
+    #: execution option, not part of the run's configuration; :meth:`Method.fit` makes it
+    #: the current device
+    device: Any = "cpu"
 
 
 @dataclass
@@ -176,9 +180,13 @@ class Method(ABC):
 
     def fit(self, ctx: RunContext) -> MethodOutput:
         """Run the method on ``ctx.task`` (:meth:`fit_node` or :meth:`fit_graph`); record
-        privacy spending in ``ctx.accountant``."""
+        privacy spending in ``ctx.accountant``. The trainers run on ``ctx.device``
+        (:func:`dpgl.device.use_device`)."""
+        from dpgl.device import use_device
+
         check_task(self, ctx.task)
-        return self.fit_graph(ctx) if ctx.task == "graph" else self.fit_node(ctx)
+        with use_device(ctx.device):
+            return self.fit_graph(ctx) if ctx.task == "graph" else self.fit_node(ctx)
 
     def fit_graph(self, ctx: RunContext) -> MethodOutput:
         """The graph task: every graph's users run :attr:`graph_randomizer`, the server trains

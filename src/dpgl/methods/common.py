@@ -48,9 +48,11 @@ def train_node_model(
     model: str | None = None,
     train_targets: torch.Tensor | None = None,
 ) -> MethodOutput:
-    """Train ``model`` (default: the run's model) on features ``x`` over ``graph``."""
+    """Train ``model`` (default: the run's model) on features ``x`` over ``graph``, on the
+    run's device (the features and the graph are moved there once)."""
     import torch
 
+    from dpgl.device import to_device
     from dpgl.nn import build_node_model
     from dpgl.nn.layers import sparse_features
     from dpgl.train import train_node_classifier
@@ -62,6 +64,7 @@ def train_node_model(
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
         net = build_node_model(kind, x.size(1), num_classes, arch)
     features = sparse_features(x) if p.input_dropout == 0 else x
+    features, graph = to_device(features, ctx.device), to_device(graph, ctx.device)
     result = train_node_classifier(
         net,
         lambda m: m(features, graph),
@@ -70,6 +73,7 @@ def train_node_model(
         p.train_config(),
         seed=int(ctx.rng.integers(2**31)),
         train_targets=train_targets,
+        device=ctx.device,
     )
     info = {
         "best_epoch": result.best_epoch,

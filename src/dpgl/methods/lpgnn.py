@@ -145,6 +145,7 @@ class LPGNN(Method):
     def fit_node(self, ctx: RunContext) -> MethodOutput:
         import torch
 
+        from dpgl.device import to_device
         from dpgl.mechanisms.features import public_feature_range
         from dpgl.nn import PreparedGraph
         from dpgl.nn.kprop import (
@@ -178,7 +179,9 @@ class LPGNN(Method):
         adj = kprop_matrix(data.edge_index, n, aggregator=p.aggregator,
                            self_loops=p.self_loops, operator=factorized)
         center = frange.center  # the reports' centre (alpha + beta) / 2
-        xk = centred_sparse(x_noisy, center) if factorized else kprop(x_noisy, adj, p.feature_steps)
+        # the propagation and the training run on the run's device (released reports only)
+        adj, x_dev = to_device(adj, ctx.device), to_device(x_noisy, ctx.device)
+        xk = centred_sparse(x_dev, center) if factorized else kprop(x_dev, adj, p.feature_steps)
         y_eval, targets, head, diag = label_targets(
             data.y, y_noisy, label_mech, split, data.edge_index, n, denoise=p.label_denoise,
             steps=p.label_steps, forward_correction=p.forward_correction)
@@ -192,11 +195,11 @@ class LPGNN(Method):
                                             center=center)
         if head is not None:
             net = LabelPropagationHead(net, *head)
-        graph = PreparedGraph(data.edge_index, n)
+        graph = to_device(PreparedGraph(data.edge_index, n), ctx.device)
         result = train_node_classifier(
             net, lambda m: m(xk, graph), y_eval, *split,
             p.train_config(),
-            seed=int(ctx.rng.integers(2**31)), train_targets=targets)
+            seed=int(ctx.rng.integers(2**31)), train_targets=targets, device=ctx.device)
         info = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
                 "train_seconds": result.seconds, "feature_m": rand.m,
                 "feature_mechanism": p.feature_mechanism, "steps": p.feature_steps,

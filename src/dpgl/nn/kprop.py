@@ -16,6 +16,7 @@ model's predictions like the labels for LPGNN's label denoising ("Drop", Sec. 4.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +37,13 @@ def centred_sparse(x: torch.Tensor, center: float) -> torch.Tensor:
     with warnings.catch_warnings():  # torch flags CSR support as beta; we use spmm only
         warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
         return (x - center).to_sparse_csr()
+
+
+def _apply_operator(adj: Any, fn: Any) -> Any:
+    """A module's ``_apply`` function on a propagation matrix (sparse tensor or operator)."""
+    if adj is None:
+        return None
+    return adj.apply(fn) if isinstance(adj, SparseOperator) else fn(adj)
 
 
 class KPropGNN(nn.Module):
@@ -71,6 +79,13 @@ class KPropGNN(nn.Module):
         else:
             self.conv2 = SAGELayer(hidden, out_dim)
 
+    def _apply(self, fn: Any, recurse: bool = True) -> KPropGNN:
+        """``.to(device)`` and friends move the propagation matrix too (it is no buffer)."""
+        super()._apply(fn, recurse)
+        if self.propagate is not None:
+            self.propagate = (_apply_operator(self.propagate[0], fn), self.propagate[1])
+        return self
+
     def first_layer(self, x: torch.Tensor) -> torch.Tensor:
         """The KProp layer's output before batch norm."""
         if self.propagate is None:
@@ -103,6 +118,12 @@ class LabelPropagationHead(nn.Module):
         self.adj = adj
         self.steps = int(steps)
         self.register_buffer("transition", transition)
+
+    def _apply(self, fn: Any, recurse: bool = True) -> LabelPropagationHead:
+        """``.to(device)`` and friends move the aggregation matrix too (it is no buffer)."""
+        super()._apply(fn, recurse)
+        self.adj = _apply_operator(self.adj, fn)
+        return self
 
     def forward(self, *args: object) -> torch.Tensor:
         logits = self.base(*args)

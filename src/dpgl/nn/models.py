@@ -81,13 +81,15 @@ class NodeModel(nn.Module):
         elif self.config.input_dropout > 0:
             raise ConfigError("input_dropout needs dense features")
         for i, layer in enumerate(self.layers):
-            x = self._apply(layer, x, graph)
+            x = self._forward_layer(layer, x, graph)
             if i < len(self.layers) - 1:
                 x = self.act(self.norms[i](x))
                 x = F.dropout(x, self.config.dropout, self.training)
         return x
 
-    def _apply(self, layer: nn.Module, x: Features, graph: PreparedGraph | None) -> torch.Tensor:
+    def _forward_layer(self, layer: nn.Module, x: Features, graph: PreparedGraph | None
+                       ) -> torch.Tensor:
+        # (not ``_apply``: that name is nn.Module's, which ``.to(device)`` calls)
         if self.kind == "mlp":
             assert isinstance(layer, nn.Linear)
             return linear(layer, x)

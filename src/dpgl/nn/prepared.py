@@ -36,12 +36,30 @@ class PreparedGraph:
     def num_edges(self) -> int:
         return int(self.edge_index.size(1))
 
+    @property
+    def device(self) -> torch.device:
+        """Where the edges and the propagation matrices are (:meth:`to`)."""
+        return self.edge_index.device
+
+    def to(self, device: torch.device | str) -> PreparedGraph:
+        """This graph on ``device``: edges and cached matrices moved (itself when it is there
+        already). Matrices built later are built on the CPU (SciPy) and moved once."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        if self.device == device:
+            return self
+        moved = PreparedGraph(self.edge_index.to(device), self.num_nodes,
+                              None if self.edge_weight is None else self.edge_weight.to(device))
+        moved._cache = {k: op.to(device) for k, op in self._cache.items()}
+        return moved
+
     def gcn_adj(self) -> SparseOperator:
         """``D^-1/2 (A + I) D^-1/2`` (rows = targets) as a differentiable sparse operator."""
         if "gcn" not in self._cache:
             self._cache["gcn"] = SparseOperator(
                 gcn_normalized_scipy(self.edge_index, self.num_nodes, self.edge_weight)
-            )
+            ).to(self.device)
         return self._cache["gcn"]
 
     def mean_adj(self) -> SparseOperator:
@@ -49,5 +67,5 @@ class PreparedGraph:
         if "mean" not in self._cache:
             self._cache["mean"] = SparseOperator(
                 mean_normalized_scipy(self.edge_index, self.num_nodes, self.edge_weight)
-            )
+            ).to(self.device)
         return self._cache["mean"]

@@ -33,9 +33,9 @@ class _WeightedMeanSAGE(nn.Module):
                 edge_weight: torch.Tensor) -> torch.Tensor:
         src, dst = edge_index
         h = self.lin_l(x)  # linear first: aggregation then runs on out_dim columns
-        agg = torch.zeros(x.size(0), h.size(1), dtype=h.dtype).index_add_(
+        agg = h.new_zeros(x.size(0), h.size(1)).index_add_(
             0, dst, h[src] * edge_weight[:, None])
-        deg = torch.zeros(x.size(0), dtype=h.dtype).index_add_(0, dst, edge_weight)
+        deg = h.new_zeros(x.size(0)).index_add_(0, dst, edge_weight)
         agg = agg / deg.clamp_min(1e-12)[:, None]
         bias = self.lin_l.bias
         agg = agg + bias * (deg <= 1e-12).to(h.dtype)[:, None]  # isolated rows keep the bias

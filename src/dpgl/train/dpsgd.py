@@ -41,6 +41,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from dpgl import progress
+from dpgl.device import module_device, seeded, target_device
 from dpgl.errors import ConfigError
 from dpgl.privacy import Accountant, Unit, current_accountant
 from dpgl.privacy.multiterm import multiterm_rdp
@@ -201,15 +202,18 @@ def _private_steps(model: nn.Module, example_loss: ExampleLoss, data: tuple[torc
     """The DP-SGD loop (Abadi et al. 2016, Alg. 1 with Poisson sampling); counts the noisy
     steps released in ``taken[0]``."""
     n = int(data[0].size(0))
+    device = data[0].device
     for t in range(steps):
-        idx = torch.from_numpy(np.flatnonzero(rng.random(n) < q))
+        idx = torch.from_numpy(np.flatnonzero(rng.random(n) < q)).to(device)
         sizes.append(int(idx.numel()))
         if idx.numel():
             grads = per_sample_gradients(model, example_loss, tuple(x[idx] for x in data))
             summed, _ = clip_and_sum(grads, config.clip)
         else:
             summed = {k: torch.zeros_like(p) for k, p in model.named_parameters()}
-        noisy = {name: summed[name] + sigma * torch.randn(p.shape, generator=noise_gen)
+        # the noise: N(0, sigma^2) per coordinate from the generator of the parameters' device
+        noisy = {name: summed[name] + sigma * torch.randn(p.shape, generator=noise_gen,
+                                                          device=p.device)
                  for name, p in model.named_parameters()}
         taken[0] += 1
         if on_step is not None:
@@ -258,7 +262,8 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     the batch. Returns (summed clipped gradients, per-sample norms before clipping)."""
     values = list(grads.values())
     if not values or values[0].size(0) == 0:
-        return {k: torch.zeros(g.shape[1:]) for k, g in grads.items()}, torch.zeros(0)
+        return ({k: g.new_zeros(g.shape[1:]) for k, g in grads.items()},
+                values[0].new_zeros(0) if values else torch.zeros(0))
     sq = sum(g.reshape(g.size(0), -1).pow(2).sum(dim=1) for g in values)
     norms = torch.as_tensor(sq).sqrt()
     factor = (clip / (norms + 1e-12)).clamp(max=1.0)
@@ -277,15 +282,24 @@ def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.T
                 config: DPSGDConfig, *, rng: np.random.Generator,
                 reset: bool = True, accounting: DPSGDAccounting | None = None,
                 accountant: Accountant | None = None,
-                on_step: Callable[[int, dict[str, torch.Tensor]], None] | None = None
+                on_step: Callable[[int, dict[str, torch.Tensor]], None] | None = None,
+                device: torch.device | str | None = None,
                 ) -> DPSGDResult:
     """Train ``model`` in place on ``data`` (tensors whose first dimension indexes the
     examples) with DP-SGD (``config.noise_multiplier`` set) or plain mini-batch Adam.
-    Deterministic given ``rng``: parameters are re-initialized from it (``reset``), the torch
-    RNG is forked, Poisson masks come from ``rng`` and noise from a torch generator seeded
-    from it. Private training charges ``accountant`` (default: the active one) with the steps
-    it took, as ``accounting`` describes (default: one example per node). ``on_step(t,
-    noisy_sum)`` sees every released noisy gradient sum (white-box audits)."""
+    Deterministic given ``rng`` on one device: parameters are re-initialized from it
+    (``reset``), the torch RNG is forked, Poisson masks come from ``rng`` and noise from a
+    torch generator seeded from it. Private training charges ``accountant`` (default: the
+    active one) with the steps it took, as ``accounting`` describes (default: one example per
+    node). ``on_step(t, noisy_sum)`` sees every released noisy gradient sum (white-box
+    audits).
+
+    ``device`` (default :func:`dpgl.device.current_device`): the model is (re-)initialised
+    where it is, trained there with ``data`` moved to it, and returned on the device it came
+    with. The Poisson masks are drawn on the CPU from ``rng`` whatever the device; the noise
+    is drawn on the device from a generator of that device seeded from ``rng`` (same seed,
+    same noise on one device; CPU and CUDA streams differ). Noise scale, sampling rate and
+    steps, hence the accounting, do not depend on the device."""
     accounting = accounting or DPSGDAccounting()
     acc = accountant if accountant is not None else current_accountant()
     n = int(data[0].size(0))
@@ -295,16 +309,19 @@ def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.T
         raise ConfigError("all example tensors must have the same first dimension")
     q = config.sampling_rate(n)
     steps = config.steps(n)
+    dev = target_device(device)
+    home = module_device(model)
+    data = tuple(t.to(dev) for t in data)
     seed = int(rng.integers(0, 2**63 - 1))
-    noise_gen = torch.Generator()
+    noise_gen = torch.Generator(device=dev)
     noise_gen.manual_seed(int(rng.integers(0, 2**63 - 1)))
     losses: list[float] = []
     sizes: list[int] = []
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with seeded(seed, dev):
         if reset:
             _reset(model)
+        model.to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr,
                                weight_decay=config.weight_decay)
         model.train()
@@ -335,7 +352,7 @@ def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.T
         else:
             per_epoch = math.ceil(n / config.batch_size)
             for _ in range(config.epochs):
-                perm = torch.from_numpy(rng.permutation(n))
+                perm = torch.from_numpy(rng.permutation(n)).to(dev)
                 for b in range(per_epoch):
                     idx = perm[b * config.batch_size:(b + 1) * config.batch_size]
                     sizes.append(int(idx.numel()))
@@ -354,6 +371,7 @@ def train_dpsgd(model: nn.Module, example_loss: ExampleLoss, data: tuple[torch.T
                     opt.step()
                     losses.append(float(loss.detach()))
         model.eval()
+    model.to(home)
     return DPSGDResult(steps=steps if config.private else config.epochs * math.ceil(
         n / config.batch_size), sampling_rate=q,
         noise_multiplier=config.noise_multiplier, seconds=time.perf_counter() - start,

@@ -1,6 +1,7 @@
 """Mini-batch graph-classification trainer (GIN; DPRR Sec. 5.1 settings: Adam, batch 64,
 early stopping on validation, at most 500 epochs). Reports accuracy and ROC AUC.
-Deterministic given ``seed`` (the torch RNG is forked)."""
+Deterministic given ``seed`` on one device (the torch RNG is forked,
+:func:`dpgl.device.seeded`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
 from dpgl import progress
+from dpgl.device import module_device, seeded, target_device
 from dpgl.errors import ConfigError
 from dpgl.train.metrics import accuracy, roc_auc
 from dpgl.train.node import TrainResult
@@ -44,13 +46,15 @@ def _predict(
     model: nn.Module, graphs: list[Data], batch_size: int
 ) -> tuple[np.ndarray, np.ndarray, float]:
     model.eval()
+    device = module_device(model)
     probs, labels, loss_sum = [], [], 0.0
     with torch.no_grad():
         for batch in DataLoader(graphs, batch_size=batch_size, shuffle=False):
+            batch = batch.to(device)
             logits = model(batch.x, batch.edge_index, batch.batch)
             loss_sum += float(F.cross_entropy(logits, batch.y, reduction="sum"))
-            probs.append(torch.softmax(logits, -1).numpy())
-            labels.append(batch.y.numpy())
+            probs.append(torch.softmax(logits, -1).cpu().numpy())
+            labels.append(batch.y.cpu().numpy())
     if not probs:
         return np.zeros((0, 0)), np.zeros(0, dtype=int), float("nan")
     return np.concatenate(probs), np.concatenate(labels), loss_sum / max(len(graphs), 1)
@@ -71,19 +75,23 @@ def train_graph_classifier(
     config: GraphTrainConfig,
     *,
     seed: int,
+    device: torch.device | str | None = None,
 ) -> TrainResult:
     """Train on ``train`` graphs (each with ``x``, ``edge_index``, ``y``); select the epoch
     with the best validation accuracy (ties: lower validation loss); early-stop after
-    ``patience`` epochs without improvement."""
+    ``patience`` epochs without improvement. ``device`` (default
+    :func:`dpgl.device.current_device`): batches are moved there; the model is initialised
+    where it is, trained there and returned on the device it came with."""
     if not train:
         raise ConfigError("the training split is empty")
+    dev = target_device(device)
+    home = module_device(model)
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]), \
-            progress.step("training", total=config.epochs) as bar:
-        torch.manual_seed(seed)
+    with seeded(seed, dev), progress.step("training", total=config.epochs) as bar:
         for module in model.modules():
             if module is not model and hasattr(module, "reset_parameters"):
                 module.reset_parameters()
+        model.to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         sched = (torch.optim.lr_scheduler.StepLR(opt, config.lr_step, config.lr_gamma)
                  if config.lr_step is not None else None)
@@ -99,6 +107,7 @@ def train_graph_classifier(
         for epoch in range(1, config.epochs + 1):
             model.train()
             for batch in loader:
+                batch = batch.to(dev)
                 opt.zero_grad()
                 F.cross_entropy(model(batch.x, batch.edge_index, batch.batch), batch.y).backward()
                 opt.step()
@@ -118,4 +127,5 @@ def train_graph_classifier(
     for part, graphs in (("train", train), ("val", val), ("test", test)):
         for k, v in _scores(model, graphs, config.batch_size).items():
             metrics[f"{part}_{k}"] = v
+    model.to(home)
     return TrainResult(metrics, best_epoch, epoch, time.perf_counter() - start)

@@ -51,11 +51,11 @@ def roc_auc(scores: np.ndarray, y: np.ndarray) -> float:
 
 def evaluate_logits(logits: torch.Tensor, y: torch.Tensor, val_idx: torch.Tensor,
                     test_idx: torch.Tensor, num_classes: int) -> dict[str, float]:
-    pred = logits.argmax(-1).numpy()
-    true = y.numpy()
+    pred = logits.argmax(-1).cpu().numpy()
+    true = y.cpu().numpy()
     out: dict[str, float] = {}
     for part, idx in (("val", val_idx), ("test", test_idx)):
-        i = idx.numpy()
+        i = idx.cpu().numpy()
         micro, macro = f1_scores(pred[i], true[i], num_classes)
         out[f"{part}_accuracy"] = accuracy(pred[i], true[i])
         out[f"{part}_f1_micro"] = micro

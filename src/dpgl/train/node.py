@@ -1,6 +1,7 @@
 """Full-batch node-classification trainer: Adam with weight decay, model selection on the
-validation set (best epoch), optional early stopping. Deterministic given ``seed``: the torch
-RNG is forked, so the caller's global torch state is left untouched."""
+validation set (best epoch), optional early stopping. Deterministic given ``seed`` on one
+device: the torch RNG is forked, so the caller's global torch state is left untouched
+(:func:`dpgl.device.seeded`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from dpgl import progress
+from dpgl.device import module_device, seeded, target_device
 from dpgl.errors import ConfigError
 from dpgl.train.metrics import accuracy, f1_scores
 
@@ -44,8 +46,8 @@ class TrainResult:
 def _evaluate(
     logits: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, num_classes: int
 ) -> dict[str, float]:
-    pred = logits[idx].argmax(-1).numpy()
-    true = y[idx].numpy()
+    pred = logits[idx].argmax(-1).cpu().numpy()
+    true = y[idx].cpu().numpy()
     micro, macro = f1_scores(pred, true, num_classes)
     loss = float(F.cross_entropy(logits[idx], y[idx])) if idx.numel() else float("nan")
     return {"accuracy": accuracy(pred, true), "f1_micro": micro, "f1_macro": macro, "loss": loss}
@@ -62,6 +64,7 @@ def train_node_classifier(
     *,
     seed: int,
     train_targets: torch.Tensor | None = None,
+    device: torch.device | str | None = None,
 ) -> TrainResult:
     """Train ``model`` full batch; ``forward(model)`` returns logits for all nodes.
 
@@ -69,18 +72,24 @@ def train_node_classifier(
     pass their noisy/denoised labels here while validation and test use the true ``y`` held
     by the evaluator. Model selection: the epoch with the best validation accuracy (ties:
     lower validation loss). Returns train/val/test accuracy, micro-F1 and macro-F1.
+
+    ``device`` (default :func:`dpgl.device.current_device`): the model is initialised where
+    it is, trained there and returned on the device it came with; ``forward``'s inputs must
+    be on ``device`` already (:func:`dpgl.device.to_device`).
     """
     if train_idx.numel() == 0:
         raise ConfigError("the training split is empty")
-    targets = y if train_targets is None else train_targets
+    dev = target_device(device)
+    home = module_device(model)
+    y, train_idx, val_idx, test_idx = (t.to(dev) for t in (y, train_idx, val_idx, test_idx))
+    targets = y if train_targets is None else train_targets.to(dev)
     num_classes = int(max(int(y.max()), int(targets.max())) + 1)
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]), \
-            progress.step("training", total=config.epochs) as bar:
-        torch.manual_seed(seed)
+    with seeded(seed, dev), progress.step("training", total=config.epochs) as bar:
         for module in model.modules():
             if module is not model and hasattr(module, "reset_parameters"):
                 module.reset_parameters()
+        model.to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         best: tuple[float, float] = (-1.0, float("inf"))
         best_state = copy.deepcopy(model.state_dict())
@@ -107,6 +116,7 @@ def train_node_classifier(
         model.eval()
         with torch.no_grad():
             logits = forward(model)
+    model.to(home)
     metrics: dict[str, float] = {}
     for part, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx)):
         labels = targets if part == "train" else y

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from dpgl import progress
+from dpgl.device import module_device, seeded, target_device
 from dpgl.errors import ConfigError
 from dpgl.estimators.solitude import StructureLearner
 from dpgl.nn.weighted_gnn import WeightedGNN
@@ -48,8 +49,8 @@ class SolitudeResult:
 
 def _evaluate(logits: torch.Tensor, y: torch.Tensor, idx: torch.Tensor,
               num_classes: int) -> dict[str, float]:
-    pred = logits[idx].argmax(-1).numpy()
-    true = y[idx].numpy()
+    pred = logits[idx].argmax(-1).cpu().numpy()
+    true = y[idx].cpu().numpy()
     micro, macro = f1_scores(pred, true, num_classes)
     loss = float(F.cross_entropy(logits[idx], y[idx])) if idx.numel() else float("nan")
     return {"accuracy": accuracy(pred, true), "f1_micro": micro, "f1_macro": macro, "loss": loss}
@@ -59,8 +60,8 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
                    y_eval: torch.Tensor, targets: torch.Tensor,
                    split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                    config: SolitudeConfig, *, seed: int,
-                   output: Callable[[torch.Tensor], torch.Tensor] | None = None
-                   ) -> SolitudeResult:
+                   output: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                   device: torch.device | str | None = None) -> SolitudeResult:
     """Alternating optimisation of Eq. 14 (:mod:`dpgl.estimators.solitude` gives the update).
 
     ``targets`` are the training labels (possibly smoothed), ``y_eval`` the labels for
@@ -68,18 +69,28 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
     log-probabilities used in the training loss (label-propagation head; default identity).
     Model selection: best validation accuracy (ties: lower validation loss); the returned
     metrics are those of the best (theta, A^c).
+
+    ``device`` (default :func:`dpgl.device.current_device`): the GNN is initialised where it
+    is; it, the learner (and ``output`` when it is a module) are trained there and returned
+    on the devices they came with.
     """
     train_idx, val_idx, test_idx = split
     if train_idx.numel() == 0:
         raise ConfigError("the training split is empty")
+    dev = target_device(device)
+    homes = [(m, module_device(m)) for m in (model, learner, output)
+             if isinstance(m, torch.nn.Module)]
+    x, y_eval, targets, train_idx, val_idx, test_idx = (
+        t.to(dev) for t in (x, y_eval, targets, train_idx, val_idx, test_idx))
     num_classes = int(max(int(y_eval.max()), int(targets.max())) + 1)
     out_fn = output if output is not None else (lambda z: z)
-    ei = learner.edge_index
     start = time.perf_counter()
-    with torch.random.fork_rng(devices=[]), \
+    with seeded(seed, dev), \
             progress.step("training (structure learning)", total=config.epochs) as bar:
-        torch.manual_seed(seed)
         model.reset_parameters()
+        for m, _ in homes:
+            m.to(dev)
+        ei = learner.edge_index
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         opt_adj = torch.optim.Adam(learner.parameters(), lr=config.adj_lr)
         best = (-1.0, float("inf"))
@@ -125,6 +136,8 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
         for k, v in _evaluate(logits, labels, idx, num_classes).items():
             metrics[f"{part}_{k}"] = v
     w = learner.weight.detach()
-    return SolitudeResult(metrics, best_epoch, epoch, time.perf_counter() - start,
-                          int((learner.edge_weight(detach=True) > 0).sum()),
-                          float(w.mean()) if w.numel() else 0.0)
+    kept = int((learner.edge_weight(detach=True) > 0).sum())
+    mean = float(w.mean()) if w.numel() else 0.0
+    for m, home in homes:
+        m.to(home)
+    return SolitudeResult(metrics, best_epoch, epoch, time.perf_counter() - start, kept, mean)
