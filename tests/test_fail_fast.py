@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("torch", "torch_geometric", "dp_accounting", "pandas", "scipy", "matplotlib")
+HEAVY = ("torch", "torch_geometric", "dp_accounting", "pandas", "scipy", "matplotlib", "numpy")
 
 _PROBE = """
 import json, sys

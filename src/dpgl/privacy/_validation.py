@@ -5,18 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpgl.errors import ConfigError, PrivacyError
-from dpgl.privacy.guarantee import Unit
-
-
-def check_unit(unit: Unit | str) -> Unit:
-    """Accept a :class:`Unit` or its string value."""
-    if isinstance(unit, Unit):
-        return unit
-    try:
-        return Unit(unit)
-    except ValueError:
-        allowed = ", ".join(u.value for u in Unit)
-        raise PrivacyError(f"unknown privacy unit {unit!r}; choose one of: {allowed}") from None
+from dpgl.privacy.guarantee import check_unit  # noqa: F401 - the mechanisms import it from here
 
 
 def check_positive(value: float, name: str) -> float:

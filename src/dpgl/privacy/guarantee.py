@@ -154,3 +154,14 @@ def symmetric_edge_ldp_to_relationship_dp(g: Guarantee) -> Guarantee:
     if g.unit is not Unit.EDGE_LDP:
         raise PrivacyError(f"expected an edge-LDP guarantee, got {g.unit.value}")
     return Guarantee(g.epsilon, g.delta, Unit.RELATIONSHIP_DP)
+
+
+def check_unit(unit: Unit | str) -> Unit:
+    """Accept a :class:`Unit` or its string value."""
+    if isinstance(unit, Unit):
+        return unit
+    try:
+        return Unit(unit)
+    except ValueError:
+        allowed = ", ".join(u.value for u in Unit)
+        raise PrivacyError(f"unknown privacy unit {unit!r}; choose one of: {allowed}") from None

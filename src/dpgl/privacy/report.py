@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dpgl.errors import ConfigError
-from dpgl.privacy._validation import check_unit
-from dpgl.privacy.guarantee import Guarantee, Unit
+from dpgl.privacy.guarantee import Guarantee, Unit, check_unit
 
 __all__ = ["LOCAL_UNITS", "UNIT_SUBJECTS", "PrivacyReport", "ReportEntry"]
 
