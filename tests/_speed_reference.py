@@ -78,3 +78,22 @@ def reference_symrr_pairs(u: np.ndarray, v: np.ndarray, n: int, flip_probability
     keys = np.sort(pair_to_index(np.asarray(u), np.asarray(v), n))
     flips = reference_bernoulli_positions(num_pairs(n), flip_probability, rng)
     return reference_pair_decode(reference_xor(flips, keys), n)
+
+
+def reference_dpar_examples(pi, ids: np.ndarray, x, y, universe: int):
+    """DPAR's training examples as they were built: through a universe-sized feature matrix
+    and a per-node loop."""
+    import torch
+
+    x_u = torch.zeros(universe, x.size(1), dtype=x.dtype)
+    x_u[torch.from_numpy(ids)] = x
+    sub = pi[ids]
+    counts = np.diff(sub.indptr)
+    s = max(1, int(counts.max(initial=1)))
+    idx = np.zeros((ids.size, s), dtype=np.int64)
+    w = np.zeros((ids.size, s), dtype=np.float32)
+    for i in range(ids.size):
+        a, b = sub.indptr[i], sub.indptr[i + 1]
+        idx[i, : b - a] = sub.indices[a:b]
+        w[i, : b - a] = sub.data[a:b]
+    return x_u[torch.from_numpy(idx)], torch.from_numpy(w), y
