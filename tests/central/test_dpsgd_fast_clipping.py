@@ -73,6 +73,9 @@ def test_linear_clipped_sum_declines_models_it_cannot_do_exactly() -> None:
     assert linear_clipped_sum(dropout, dpar_batch_losses, batch, 1.0) is None
     dropout.eval()
     assert linear_clipped_sum(dropout, dpar_batch_losses, batch, 1.0) is not None
+    frozen = DecoupledMLP(6, 3, hidden=4)
+    frozen.net[0].requires_grad_(False)  # no gradient reaches the first layer's output
+    assert linear_clipped_sum(frozen, dpar_batch_losses, batch, 1.0) is None
     for extra in (nn.LayerNorm(4), nn.BatchNorm1d(2)):  # non-linear parameters / buffers
         model = nn.Sequential(nn.Linear(6, 4), extra, nn.Linear(4, 3))
         assert linear_clipped_sum(model, dpar_batch_losses, batch, 1.0) is None

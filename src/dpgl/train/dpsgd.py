@@ -330,7 +330,7 @@ def linear_clipped_sum(model: nn.Module, batch_loss: Callable[..., torch.Tensor]
             h.remove()
     records = [r for _, m in layers for r in seen[id(m)]]
     if tuple(losses.shape) != (b,) or any(x.dim() < 2 or x.size(0) != b or o.size(0) != b
-                                          for x, o in records):
+                                          or not o.requires_grad for x, o in records):
         return None
     outs = [o for _, o in records]
     out_grads = torch.autograd.grad(losses.sum(), outs, allow_unused=True) if outs else ()
