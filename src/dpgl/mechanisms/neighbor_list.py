@@ -160,9 +160,14 @@ def _both_directions_sorted(u: np.ndarray, v: np.ndarray, n: int, w: np.ndarray 
     if vals is not None:
         vals[buf] = w
     if w is None:
-        low = v * n + u          # transposed keys (v, u); unique, so any sort is exact
+        # transposed keys (v, u), unique, so any sort is exact; 32-bit when they fit (half
+        # the memory, a faster sort)
+        low = np.empty(m, dtype=np.int32 if n * n < 1 << 31 else np.int64)
+        np.multiply(v, n, out=low, casting="unsafe")
+        np.add(low, u, out=low, casting="unsafe")
         low.sort()
-        low -= repeat_into(buf, ids * n, cnt_low)   # -> the column u of each entry
+        # -> the column u of each entry
+        np.subtract(low, repeat_into(buf, ids * n, cnt_low), out=low, casting="unsafe")
         low_w = None
     else:
         # radix sort (stable) of 16-bit rows; else the unique transposed keys
