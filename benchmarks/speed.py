@@ -29,11 +29,12 @@ threads spin whenever the other core is busy; CPU seconds, user + system, before
 | ``dpgl train ... blink-hard``, default threads          | 13.5 - 14.7      | 9.2 - 9.7      |
 | SymRR estimate, n 10^4, eps 1 (first call / best)       | 5.12 / 1.23      | 2.15 / 0.44    |
 | ``dpgl train ... dpar-gm``, 200 epochs, ``--threads 1`` | 351 (1883 MB)    | 37.4 (1568 MB) |
-| ``dpgl train ... dpar-gm``, 200 epochs, default threads | 809 (1929 MB)    | 268 (1623 MB)  |
+| ``dpgl train ... dpar-gm``, 200 epochs, default threads | 809 (1929 MB)    | 177 - 268      |
 
 Every case gave the same output before and after (edge_index hash; for the commands the
 metrics and the number of estimated edges). The default-thread command rows are dominated by
-the spinning threads under load (the DPAR rows there were single runs at load ~3.5).
+the spinning threads under load (DPAR default threads: single runs at load 2-6; the after
+runs' peak was 1628 MB).
 
     python benchmarks/speed.py --out bench-output/speed
     python benchmarks/speed.py --items symrr,blink --repeats 5 --out bench-output/speed
