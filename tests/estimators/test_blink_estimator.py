@@ -172,3 +172,72 @@ def test_client_guarantee_parts() -> None:
     assert sum(g.epsilon for g in c.parts().values()) == pytest.approx(3.0)
     rep = c.report(np.array([1, 2]), 5, 0, np.random.default_rng(0))
     assert 0 not in rep.neighbors and np.isfinite(rep.noisy_degree)
+
+
+# ------------------------------------------------------------------ default row sums vs dense
+# Since issue #13 item 7 the row sums are the series at every size (they were dense up to
+# 4096 nodes); the dense sums stay the reference. The server's output must not change.
+
+
+@pytest.mark.parametrize("eps", [1.0, 4.0, 8.0])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_row_sums_give_the_dense_servers_output(eps: float, seed: int) -> None:
+    n = 600
+    u, v = core_graph(n, 20, 0.01, seed=seed)
+    client = BlinkClient(eps, 0.1)
+    reports, noisy = client.simulate(u, v, n, np.random.default_rng(seed))
+    fast = BlinkServer(client.eps_a).fit(reports, noisy)
+    dense = BlinkServer(client.eps_a, method="dense").fit(reports, noisy)
+    # the default took the series path
+    assert np.array_equal(sigmoid_rowsums(fast.beta), sigmoid_rowsums(fast.beta, method="series"))
+    assert fast.beta_fit.converged and dense.beta_fit.converged
+    assert fast.beta_fit.iterations == dense.beta_fit.iterations
+    assert np.max(np.abs(fast.beta - dense.beta)) < 1e-12
+    assert fast.total_mass() == pytest.approx(dense.total_mass(), rel=1e-13)
+    for variant in ("hard", "hybrid", "soft"):
+        a, b = getattr(fast, variant)(), getattr(dense, variant)()
+        assert np.array_equal(a.u, b.u) and np.array_equal(a.v, b.v), variant
+        if variant != "hard":
+            assert np.max(np.abs(a.weight - b.weight)) < 1e-12
+
+
+def test_auto_row_sums_are_dense_only_when_the_band_is_most_pairs() -> None:
+    rng = np.random.default_rng(0)
+    n = 800
+    sparse = rng.normal(-4.0, 1.0, n)   # few pairs with prior in the band
+    crowded = rng.normal(0.0, 0.5, n)   # almost every pair in the band (a dense graph)
+    assert np.array_equal(sigmoid_rowsums(sparse), sigmoid_rowsums(sparse, method="series"))
+    assert np.array_equal(sigmoid_rowsums(crowded), sigmoid_rowsums(crowded, method="dense"))
+    for b in (sparse, crowded):
+        for shift in (0.0, -6.0):
+            s = sigmoid_rowsums(b, shift, method="series")
+            d = sigmoid_rowsums(b, shift, method="dense")
+            assert np.max(np.abs(s - d) / d) < 1e-13
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps", [1.0, 4.0, 8.0])
+def test_cora_estimates_identical_to_dense_row_sums(eps: float) -> None:
+    """On Cora (seeds 0-2) the default server gives the dense server's Hard and Hybrid edge
+    sets exactly (weights to 1e-12)."""
+    from dpgl.datasets import load_dataset
+    from dpgl.errors import DpglError
+    from dpgl.mechanisms.neighbor_list import undirected_pairs
+
+    try:
+        data = load_dataset("cora")
+    except DpglError as e:
+        pytest.skip(f"Cora not available: {e}")
+    n = int(data.num_nodes)
+    u, v = undirected_pairs(data.edge_index, n)
+    for seed in (0, 1, 2):
+        client = BlinkClient(eps, 0.1)
+        reports, noisy = client.simulate(u, v, n, np.random.default_rng(seed))
+        fast = BlinkServer(client.eps_a).fit(reports, noisy)
+        dense = BlinkServer(client.eps_a, method="dense").fit(reports, noisy)
+        assert np.max(np.abs(fast.beta - dense.beta)) < 1e-12
+        for variant in ("hard", "hybrid"):
+            a, b = getattr(fast, variant)(), getattr(dense, variant)()
+            assert np.array_equal(a.u, b.u) and np.array_equal(a.v, b.v)
+            if variant == "hybrid":
+                assert np.max(np.abs(a.weight - b.weight)) < 1e-12

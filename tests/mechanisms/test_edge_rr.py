@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from _edge_graphs import binomial_ok, dense_adjacency, random_graph
+from _speed_reference import reference_both_directions, reference_symrr_pairs
 from dpgl.errors import PrivacyError
 from dpgl.mechanisms.rr import RR, xor_sorted
 from dpgl.mechanisms.symrr import SymRR
 from dpgl.privacy import Unit
+from dpgl.transforms import SymRRTransform
 
 
 def rr_law(bits: tuple[int, ...], keep: float) -> dict[tuple[int, ...], float]:
@@ -153,3 +155,16 @@ def test_same_seed_same_output() -> None:
     a = RR(2.0).simulate(u, v, 30, np.random.default_rng(9))
     b = RR(2.0).simulate(u, v, 30, np.random.default_rng(9))
     assert np.array_equal(a.user, b.user) and np.array_equal(a.neighbor, b.neighbor)
+
+
+@pytest.mark.parametrize(("n", "eps"), [(300, 1.0), (1200, 1.0), (1200, 4.0)])
+def test_symrr_same_seed_output_as_before(n: int, eps: float) -> None:
+    """The decoding and edge-building fast paths (issue #13 item 7) change no output: the
+    transform's edge_index for a seed equals the code it replaced (tests/_speed_reference)."""
+    u, v = random_graph(n, 0.01, seed=n)
+    t = SymRRTransform(eps, seed=5)
+    ei, ew = t.estimate(u, v, n, t.rng)
+    a, b = reference_symrr_pairs(u, v, n, SymRR(eps).flip_probability,
+                                 SymRRTransform(eps, seed=5).rng)
+    ref, _ = reference_both_directions(a, b, None)
+    assert ew is None and np.array_equal(ei.numpy(), ref)

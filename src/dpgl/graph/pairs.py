@@ -33,9 +33,11 @@ __all__ = [
     "ordered_pair_to_index",
     "pair_to_index",
     "pairs_with_sum_at_least",
+    "repeat_into",
     "sample_distinct",
     "sample_distinct_excluding",
     "sort_pairs",
+    "split_sorted_keys",
     "unique_counts",
 ]
 
@@ -78,11 +80,54 @@ def pair_to_index(i: object, j: object, n: int) -> np.ndarray:
     return _row_start(i, n) + (j - i - 1)
 
 
+def _is_sorted(k: np.ndarray) -> bool:
+    """Whether a 1-D array is non-decreasing (one vectorized pass)."""
+    return k.ndim == 1 and bool(np.all(k[1:] >= k[:-1]))
+
+
+def repeat_into(out: np.ndarray, values: np.ndarray, counts: np.ndarray,
+                step: int = 0) -> np.ndarray:
+    """Write ``np.repeat(values, counts) + step * np.arange(out.size)`` into the int64 array
+    ``out`` (``counts.sum() == out.size``) without a temporary of that size: ``out`` is filled
+    with the increments (``step`` inside a run, the jump between runs at each run start) and
+    summed in place. Exact integer arithmetic; returns ``out``."""
+    if out.size == 0:
+        return out
+    nz = np.flatnonzero(counts)
+    starts = (np.cumsum(counts) - counts)[nz]
+    out.fill(step)
+    out[starts] = np.diff(np.asarray(values, dtype=np.int64)[nz], prepend=0) + step
+    out[0] -= step
+    np.cumsum(out, out=out)
+    return out
+
+
+def _sorted_index_to_pair(k: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`index_to_pair` for sorted in-range indices: the row of every index comes from
+    searching the n row starts in ``k`` (O(n log |k|)) and repeating the row ids, with no
+    per-index square root and no per-index search (exact integer arithmetic)."""
+    rows = np.arange(n, dtype=np.int64)
+    starts = _row_start(rows, n)
+    counts = np.diff(np.searchsorted(k, starts, side="left"), append=k.size)
+    i = np.repeat(rows, counts)
+    j = repeat_into(np.empty(k.size, dtype=np.int64), starts - rows - 1, counts)
+    np.subtract(k, j, out=j)  # j = k - start(i) + i + 1
+    return i, j
+
+
 def index_to_pair(k: object, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`pair_to_index`: (i, j) with i < j for upper-triangle indices ``k``."""
+    """Inverse of :func:`pair_to_index`: (i, j) with i < j for upper-triangle indices ``k``.
+
+    Sorted 1-D input with at least ``n`` indices (the usual case: sampled or deduplicated
+    keys) takes an exact search-free path; any other input is decoded per index.
+    """
     n = _check_n(n)
     k = np.asarray(k, dtype=np.int64)
     total = n * (n - 1) // 2
+    if k.size >= max(n, 1) and _is_sorted(k):
+        if k[0] < 0 or k[-1] >= total:
+            raise GraphError(f"pair index out of range [0, {total})")
+        return _sorted_index_to_pair(k, n)
     if k.size and (np.any(k < 0) or np.any(k >= total)):
         raise GraphError(f"pair index out of range [0, {total})")
     # Row i is the largest i with start(i) <= k; start(i) = i (2n - i - 1) / 2.
@@ -131,10 +176,25 @@ def sort_pairs(rows: np.ndarray, cols: np.ndarray, n: int,
     keys = np.asarray(rows, dtype=np.int64) * int(n) + np.asarray(cols, dtype=np.int64)
     if values is None:
         keys = np.sort(keys)
-        return keys // n, keys % n, None
+        return (*split_sorted_keys(keys, int(n)), None)
     order = np.argsort(keys)
     keys = keys[order]
-    return keys // n, keys % n, np.asarray(values)[order]
+    return (*split_sorted_keys(keys, int(n)), np.asarray(values)[order])
+
+
+def split_sorted_keys(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys // n, keys % n)`` for sorted int64 keys. With non-negative keys and at most
+    ``keys.size`` rows, the rows come from searching the row boundaries r n in ``keys`` and
+    repeating the row ids (no per-key division); otherwise by division. Same result."""
+    if keys.size == 0 or keys[0] < 0 or n <= 0:
+        return keys // n, keys % n
+    num_rows = int(keys[-1]) // n + 1
+    if num_rows > keys.size:
+        return keys // n, keys % n
+    ids = np.arange(num_rows, dtype=np.int64)
+    counts = np.diff(np.searchsorted(keys, ids * n, side="left"), append=keys.size)
+    r = np.repeat(ids, counts)
+    return r, keys - r * n
 
 
 def unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -245,7 +305,14 @@ def bernoulli_positions(total: int, p: float, rng: np.random.Generator, *,
     if total == 0 or p == 0.0:
         return np.zeros(0, np.int64)
     inv = float(_inv_lambda(np.array([p]))[0])
-    parts: list[np.ndarray] = []
+    # One output buffer sized for the expected successes plus 6 standard deviations (grown in
+    # the rare case it is short) and one reused buffer for the exponential draws: the draws
+    # and the positions are those of independent chunks concatenated, without the copies.
+    mean_all = total * p
+    out = np.empty(min(total + 1, math.ceil(mean_all + 6.0 * math.sqrt(mean_all) + 16.0)),
+                   dtype=np.int64)
+    draws: np.ndarray | None = None
+    filled = 0
     next_pos = 0  # first position not yet decided
     while next_pos < total:
         remaining = total - next_pos
@@ -253,20 +320,28 @@ def bernoulli_positions(total: int, p: float, rng: np.random.Generator, *,
         size = int(min(chunk, max(16, math.ceil(mean + 3.0 * math.sqrt(mean) + 3.0))))
         size = min(size, remaining + 1)
         # Geometric gaps floor(E / lambda) + 1 (see _geometric_failures), in few passes.
-        e = rng.standard_exponential(size)
+        if draws is None or draws.size < size:
+            draws = np.empty(size)
+        e = draws[:size]
+        rng.standard_exponential(out=e)
         e *= inv
         if inv * 64.0 > remaining:  # rare huge gaps: cap them so int64 sums cannot overflow
             np.minimum(e, float(remaining), out=e)
-        pos = e.astype(np.int64)  # truncation == floor for e >= 0
+        if out.size < filled + size:
+            grown = np.empty(max(filled + size, out.size + out.size // 4), dtype=np.int64)
+            grown[:filled] = out[:filled]
+            out = grown
+        pos = out[filled:filled + size]
+        np.copyto(pos, e, casting="unsafe")  # truncation == floor for e >= 0
         pos += 1
         np.cumsum(pos, out=pos)
         pos += next_pos - 1
         stop = int(np.searchsorted(pos, total, side="left"))
-        parts.append(pos[:stop])
+        filled += stop
         if stop < size:
             break
         next_pos = int(pos[-1]) + 1
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    return out[:filled]
 
 
 def sample_distinct(total: int, k: int, rng: np.random.Generator) -> np.ndarray:

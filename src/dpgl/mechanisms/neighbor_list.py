@@ -12,7 +12,13 @@ import numpy as np
 import torch
 
 from dpgl.errors import GraphError
-from dpgl.graph.pairs import MAX_NODES, index_to_pair, pair_to_index, sort_pairs
+from dpgl.graph.pairs import (
+    MAX_NODES,
+    index_to_pair,
+    pair_to_index,
+    repeat_into,
+    sort_pairs,
+)
 
 __all__ = [
     "check_neighbor_list",
@@ -120,11 +126,81 @@ def directed_pairs(edge_index: object, num_nodes: int) -> tuple[np.ndarray, np.n
     return arr[0].copy(), arr[1].copy()
 
 
+def _sorted_upper_pairs(u: np.ndarray, v: np.ndarray, n: int) -> bool:
+    """Whether pairs (u, v) all have 0 <= u < v < n and are strictly increasing in (u, v)
+    order (as sampled or deduplicated pair lists are): one pass over the keys u n + v."""
+    if u.size == 0 or u.shape != v.shape or u.ndim != 1:
+        return False
+    if u[0] < 0 or not np.all(u < v) or int(v.max()) >= n:
+        return False
+    keys = u * n + v
+    return bool(np.all(keys[1:] > keys[:-1]))
+
+
+def _both_directions_sorted(u: np.ndarray, v: np.ndarray, n: int, w: np.ndarray | None
+                            ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Both directions of pairs that pass :func:`_sorted_upper_pairs`, sorted by (row, col),
+    as one [2, 2E] array (rows, cols) and the weights: the same as ``sort_pairs`` of the 2E
+    entries, without sorting them. Row r is its partners below r (the pairs with v = r, i.e.
+    the transposed list in (v, u) order) followed by its partners above r (the input's run
+    with u = r, already in order): only the E transposed entries are sorted, and both halves
+    are written to their slots by counting (two E-sized temporaries)."""
+    m = u.size
+    cnt_up = np.bincount(u, minlength=n)
+    cnt_low = np.bincount(v, minlength=n)
+    ids = np.arange(n, dtype=np.int64)
+    out = np.empty((2, 2 * m), dtype=np.int64)
+    rows, cols = out[0], out[1]
+    repeat_into(rows, ids, cnt_low + cnt_up)
+    buf = np.empty(m, dtype=np.int64)
+    # slot of the k-th input pair (row r): k + the transposed entries of rows <= r
+    repeat_into(buf, np.cumsum(cnt_low), cnt_up, step=1)
+    cols[buf] = v
+    vals = None if w is None else np.empty(2 * m, dtype=np.result_type(w))
+    if vals is not None:
+        vals[buf] = w
+    if w is None:
+        # transposed keys (v, u), unique, so any sort is exact; 32-bit when they fit (half
+        # the memory, a faster sort)
+        low = np.empty(m, dtype=np.int32 if n * n < 1 << 31 else np.int64)
+        np.multiply(v, n, out=low, casting="unsafe")
+        np.add(low, u, out=low, casting="unsafe")
+        low.sort()
+        # -> the column u of each entry
+        np.subtract(low, repeat_into(buf, ids * n, cnt_low), out=low, casting="unsafe")
+        low_w = None
+    else:
+        # radix sort (stable) of 16-bit rows; else the unique transposed keys
+        order = (np.argsort(v.astype(np.uint16), kind="stable") if n <= 1 << 16
+                 else np.argsort(v * n + u))
+        low, low_w = u[order], np.asarray(w)[order]
+        del order
+    # slot of the k-th transposed entry (row r): k + the input pairs of rows < r
+    repeat_into(buf, np.cumsum(cnt_up) - cnt_up, cnt_low, step=1)
+    cols[buf] = low
+    if vals is not None:
+        vals[buf] = low_w
+    return out, vals
+
+
+def _both_directions(u: np.ndarray, v: np.ndarray, n: int, w: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+    """[2, 2E] (rows, cols) and weights of both directions of the undirected pairs (u, v),
+    sorted by (row, col); presorted pair lists skip the sort of the 2E entries."""
+    if _sorted_upper_pairs(u, v, n):
+        return _both_directions_sorted(u, v, n, w)
+    rows, cols, vals = sort_pairs(np.concatenate([u, v]), np.concatenate([v, u]), n,
+                                  None if w is None else np.concatenate([w, w]))
+    return np.stack([rows, cols]), vals
+
+
 def neighbor_csr(u: np.ndarray, v: np.ndarray, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """CSR (indptr, indices) of the undirected graph with pairs (u, v): row i is user i's
     sorted neighbor list."""
     n = check_num_nodes(num_nodes)
-    rows, cols, _ = sort_pairs(np.concatenate([u, v]), np.concatenate([v, u]), n)
+    both, _ = _both_directions(np.asarray(u, dtype=np.int64), np.asarray(v, dtype=np.int64),
+                               n, None)
+    rows, cols = both[0], both[1]
     counts = np.bincount(rows, minlength=n)
     indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     return indptr, cols
@@ -137,9 +213,9 @@ def edge_index_from_pairs(u: np.ndarray, v: np.ndarray, weight: np.ndarray | Non
     u = np.asarray(u, dtype=np.int64)
     v = np.asarray(v, dtype=np.int64)
     n = int(max(u.max(initial=-1), v.max(initial=-1))) + 1
-    w = None if weight is None else np.concatenate([weight, weight])
-    rows, cols, w = sort_pairs(np.concatenate([u, v]), np.concatenate([v, u]), max(n, 1), w)
-    ei = torch.from_numpy(np.stack([rows, cols]))
+    w = None if weight is None else np.asarray(weight)
+    both, w = _both_directions(u, v, max(n, 1), w)
+    ei = torch.from_numpy(both)
     return ei, None if w is None else torch.from_numpy(w.astype(np.float32))
 
 

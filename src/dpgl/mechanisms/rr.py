@@ -67,8 +67,10 @@ class DirectedReports:
 def xor_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Symmetric difference of two sorted, duplicate-free int64 arrays (sorted result).
 
-    O(|a| + |b| log |a|): membership of the (usually smaller) ``b`` in ``a`` by binary search,
-    then a linear merge (timsort on two sorted runs).
+    O(|a| + |b| log |a|): membership of the (usually smaller) ``b`` in ``a`` by binary search;
+    every new entry of ``b`` goes to its final slot (its insertion point in ``a``, minus the
+    removed entries of ``a`` before it, plus the new entries before it) and the kept entries
+    of ``a`` fill the other slots in order: no sort.
     """
     if a.size == 0:
         return b.copy()
@@ -78,10 +80,14 @@ def xor_sorted(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     hit = np.zeros(b.size, dtype=bool)
     inside = idx < a.size
     hit[inside] = a[idx[inside]] == b[inside]
-    keep_a = np.ones(a.size, dtype=bool)
-    keep_a[idx[hit]] = False
-    out = np.concatenate([a[keep_a], b[~hit]])
-    out.sort(kind="stable")
+    removed = idx[hit]                      # sorted positions in a
+    new, ins = b[~hit], idx[~hit]
+    out = np.empty(a.size - removed.size + new.size, dtype=np.result_type(a, b))
+    pos = ins - np.searchsorted(removed, ins) + np.arange(new.size)
+    out[pos] = new
+    rest = np.ones(out.size, dtype=bool)
+    rest[pos] = False
+    out[rest] = np.delete(a, removed) if removed.size else a
     return out
 
 

@@ -258,21 +258,25 @@ def _propagation_matrix(released: sp.csr_matrix, sources: np.ndarray, ids: np.nd
 def _examples(pi: sp.csr_matrix, ids: np.ndarray, x: torch.Tensor, y: torch.Tensor,
               universe: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One example per present node: padded (feats [n, S, d], weights [n, S], labels [n]);
-    a weight on an absent id multiplies a zero feature row."""
+    a weight on an absent id multiplies a zero feature row. Padding slots point at universe
+    id 0 with weight 0. Features are gathered from ``x`` (row i = universe id ``ids[i]``)
+    plus one zero row for absent ids, never through a universe-sized feature matrix."""
     import numpy as np
     import torch
-    x_u = torch.zeros(universe, x.size(1), dtype=x.dtype)
-    x_u[torch.from_numpy(ids)] = x
+
     sub = pi[ids]
     counts = np.diff(sub.indptr)
     s = max(1, int(counts.max(initial=1)))
-    idx = np.zeros((ids.size, s), dtype=np.int64)
+    row_of = np.full(universe, ids.size, dtype=np.int64)   # absent id -> the zero row
+    row_of[ids] = np.arange(ids.size)
+    idx = np.full((ids.size, s), row_of[0], dtype=np.int64)
     w = np.zeros((ids.size, s), dtype=np.float32)
-    for i in range(ids.size):
-        a, b = sub.indptr[i], sub.indptr[i + 1]
-        idx[i, : b - a] = sub.indices[a:b]
-        w[i, : b - a] = sub.data[a:b]
-    return x_u[torch.from_numpy(idx)], torch.from_numpy(w), y
+    rows = np.repeat(np.arange(ids.size), counts)
+    slots = np.arange(sub.nnz) - np.repeat(sub.indptr[:-1], counts)
+    idx[rows, slots] = row_of[sub.indices]
+    w[rows, slots] = sub.data
+    x_pad = torch.cat([x, torch.zeros(1, x.size(1), dtype=x.dtype)])
+    return x_pad[torch.from_numpy(idx)], torch.from_numpy(w), y
 
 
 def _calibrate_sgd(variant: str, p: DPARParams, setup: _Setup, noise: _Noise,

@@ -25,6 +25,7 @@ __all__ = [
     "DecoupledMLP",
     "GAPClassifier",
     "GAPEncoder",
+    "dpar_batch_losses",
     "dpar_example_loss",
     "mlp_example_loss",
     "sage_example_loss",
@@ -61,6 +62,20 @@ def dpar_example_loss(model_fn: Callable[..., torch.Tensor], feats: torch.Tensor
     node's selected nodes, zero-padded), ``weights`` [S] (0 for padding), ``label`` []."""
     logits = (weights[:, None] * model_fn(feats)).sum(0)
     return F.cross_entropy(logits[None], label[None])
+
+
+def dpar_batch_losses(model_fn: Callable[..., torch.Tensor], feats: torch.Tensor,
+                      weights: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """:func:`dpar_example_loss` of every example of a batch ([B] losses) in one ordinary
+    forward pass: ``feats`` [B, S, d], ``weights`` [B, S], ``labels`` [B]. Example i's loss
+    uses example i's tensors only (DP-SGD's exact linear-layer clipping relies on it,
+    :func:`dpgl.train.dpsgd.linear_clipped_sum`)."""
+    logits = (weights[..., None] * model_fn(feats)).sum(1)
+    return F.cross_entropy(logits, labels, reduction="none")
+
+
+#: the batched form the DP-SGD trainer uses for this loss (dpgl.train.dpsgd)
+dpar_example_loss.batched = dpar_batch_losses  # type: ignore[attr-defined]
 
 
 def mlp_example_loss(model_fn: Callable[..., torch.Tensor], x: torch.Tensor,

@@ -22,7 +22,12 @@ charged (the method declares the data as used as is).
 
 The example loss is ``example_loss(model_fn, *example) -> scalar`` where ``model_fn(*inputs)``
 runs the model functionally with the current parameters; ``example`` holds one example's
-tensors (no batch dimension) sliced from ``data``.
+tensors (no batch dimension) sliced from ``data``. A loss may carry a batched form (its
+``batched`` attribute: per-example losses of a whole batch in one ordinary forward pass);
+then, for a model whose parameters all sit in linear layers, the clipped sum is computed
+exactly without per-example gradients (:func:`linear_clipped_sum`: Gram matrices of each
+layer's inputs and output gradients give the per-example norms). Same sum up to float
+rounding; ~10x less CPU for DPAR's MLP on 6,805 features.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ __all__ = [
     "DPSGDResult",
     "DPSGDStep",
     "clip_and_sum",
+    "clipped_gradient_sum",
+    "linear_clipped_sum",
     "observe_dpsgd",
     "per_sample_gradients",
     "train_dpsgd",
@@ -207,8 +214,8 @@ def _private_steps(model: nn.Module, example_loss: ExampleLoss, data: tuple[torc
         idx = torch.from_numpy(np.flatnonzero(rng.random(n) < q)).to(device)
         sizes.append(int(idx.numel()))
         if idx.numel():
-            grads = per_sample_gradients(model, example_loss, tuple(x[idx] for x in data))
-            summed, _ = clip_and_sum(grads, config.clip)
+            summed = clipped_gradient_sum(model, example_loss, tuple(x[idx] for x in data),
+                                          config.clip)
         else:
             summed = {k: torch.zeros_like(p) for k, p in model.named_parameters()}
         # the noise: N(0, sigma^2) per coordinate from the generator of the parameters' device
@@ -269,6 +276,120 @@ def clip_and_sum(grads: dict[str, torch.Tensor], clip: float) -> tuple[dict[str,
     factor = (clip / (norms + 1e-12)).clamp(max=1.0)
     summed = {k: torch.tensordot(factor, g, dims=1) for k, g in grads.items()}
     return summed, norms
+
+
+def clipped_gradient_sum(model: nn.Module, example_loss: ExampleLoss,
+                         batch: tuple[torch.Tensor, ...], clip: float
+                         ) -> dict[str, torch.Tensor]:
+    """The sum over the batch of every example's gradient clipped to l2 norm ``clip`` (all
+    parameters jointly): :func:`linear_clipped_sum` when ``example_loss`` has a batched form
+    (its ``batched`` attribute) and the model qualifies, else :func:`per_sample_gradients` +
+    :func:`clip_and_sum`. Both compute the same sum (up to float rounding)."""
+    batched = getattr(example_loss, "batched", None)
+    if batched is not None:
+        fast = linear_clipped_sum(model, batched, batch, clip)
+        if fast is not None:
+            return fast[0]
+    grads = per_sample_gradients(model, example_loss, batch)
+    summed, _ = clip_and_sum(grads, clip)
+    return summed
+
+
+def _linear_layers(model: nn.Module) -> list[tuple[str, nn.Linear]] | None:
+    """The model's ``nn.Linear`` layers (with their names) if they hold every parameter, the
+    model has no buffers and no dropout is active; else None."""
+    layers = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    owned = {id(p) for _, m in layers for p in m.parameters(recurse=False)}
+    if not layers or any(id(p) not in owned for p in model.parameters()):
+        return None
+    if any(True for _ in model.buffers()):
+        return None
+    if any(isinstance(m, nn.modules.dropout._DropoutNd) and m.training and m.p > 0
+           for m in model.modules()):
+        return None
+    return layers
+
+
+def linear_clipped_sum(model: nn.Module, batch_loss: Callable[..., torch.Tensor],
+                       batch: tuple[torch.Tensor, ...], clip: float
+                       ) -> tuple[dict[str, torch.Tensor], torch.Tensor] | None:
+    """Per-example clipping without per-example gradients, for models whose parameters all
+    sit in ``nn.Linear`` layers (exact; the "ghost clipping" identity of Goodfellow 2015 and
+    Li et al. 2022). Returns what ``clip_and_sum(per_sample_gradients(...), clip)`` returns,
+    up to float rounding, or None if the model does not qualify (see :func:`_linear_layers`).
+
+    ``batch_loss(model, *batch)`` must return the [B] vector of per-example losses with one
+    ordinary forward pass, where example i's loss depends on example i's tensors only and
+    every linear layer sees its input batch-first ([B, ..., in]). For a layer, let A_i [P, in]
+    be example i's inputs at its P positions and G_i [P, out] the gradients of its loss with
+    respect to the layer's outputs there (one backward pass of the summed loss gives all of
+    them, since examples do not interact). Example i's weight gradient is G_i^T A_i, whose
+    squared norm is sum_pq (A_i A_i^T)_pq (G_i G_i^T)_pq, and its bias gradient sum_p G_i[p];
+    so the norms need only P x P Gram matrices (float64 here) and the clipped sum is one
+    matrix product (c G)^T A over all positions, c the clip factors. Cost O(B P^2 (in + out)
+    + B P in out) instead of materializing B gradients of size in x out.
+    """
+    layers = _linear_layers(model)
+    if layers is None:
+        return None
+    b = int(batch[0].size(0))
+    seen: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] = {id(m): [] for _, m in layers}
+
+    def record(mod: nn.Module, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
+        seen[id(mod)].append((inputs[0], output))
+
+    handles = [m.register_forward_hook(record) for _, m in layers]
+    try:
+        with torch.enable_grad():
+            losses = batch_loss(model, *batch)
+    finally:
+        for h in handles:
+            h.remove()
+    records = [r for _, m in layers for r in seen[id(m)]]
+    if tuple(losses.shape) != (b,) or any(x.dim() < 2 or x.size(0) != b or o.size(0) != b
+                                          or not o.requires_grad for x, o in records):
+        return None
+    outs = [o for _, o in records]
+    out_grads = torch.autograd.grad(losses.sum(), outs, allow_unused=True) if outs else ()
+    grad_of = {id(o): g for o, g in zip(outs, out_grads, strict=True)}
+    sq = torch.zeros(b, dtype=torch.float64, device=batch[0].device)
+    per_layer: list[tuple[str, nn.Linear, torch.Tensor, torch.Tensor] | None] = []
+    for name, m in layers:
+        recs = seen[id(m)]
+        if not recs:
+            per_layer.append(None)
+            continue
+        a = torch.cat([x.detach().reshape(b, -1, m.in_features) for x, _ in recs], dim=1)
+        g = torch.cat([(torch.zeros_like(o) if grad_of[id(o)] is None else grad_of[id(o)])
+                       .reshape(b, -1, m.out_features) for _, o in recs], dim=1)
+        a64, g64 = a.double(), g.double()
+        if a.size(1) == 1:
+            sq += a64.square().sum((1, 2)) * g64.square().sum((1, 2))
+        else:
+            sq += (torch.bmm(a64, a64.transpose(1, 2))
+                   * torch.bmm(g64, g64.transpose(1, 2))).sum((1, 2))
+        if m.bias is not None:
+            sq += g64.sum(1).square().sum(1)
+        per_layer.append((name, m, a, g))
+    norms = sq.sqrt().to(torch.float32)
+    factor = (clip / (norms + 1e-12)).clamp(max=1.0)
+    summed: dict[str, torch.Tensor] = {}
+    for (name, m), item in zip(layers, per_layer, strict=True):
+        prefix = f"{name}." if name else ""
+        if item is None:
+            summed[prefix + "weight"] = torch.zeros_like(m.weight)
+            if m.bias is not None:
+                summed[prefix + "bias"] = torch.zeros_like(m.bias)
+            continue
+        _, _, a, g = item
+        gc = (g * factor[:, None, None]).reshape(-1, m.out_features)
+        summed[prefix + "weight"] = gc.T @ a.reshape(-1, m.in_features)
+        if m.bias is not None:
+            summed[prefix + "bias"] = gc.sum(0)
+    names = [k for k, _ in model.named_parameters()]
+    if sorted(names) != sorted(summed):
+        return None
+    return {k: summed[k] for k in names}, norms
 
 
 def _reset(model: nn.Module) -> None:
