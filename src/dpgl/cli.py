@@ -20,6 +20,12 @@ from rich.table import Table
 
 from dpgl.errors import ConfigError, DpglError
 
+# torch's OpenMP threads spin-wait between parallel regions by default; on a busy 2-core
+# machine that spinning cost 14 s of CPU in a GCN training that takes 1 s with passive waiting
+# (Cora, blink-hard, one competing process; README "Speed"). Set before torch is imported
+# (lazily, after the arguments are checked); a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,

@@ -40,10 +40,7 @@ import contextlib
 import contextvars
 import math
 from collections.abc import Iterator
-from typing import Any
-
-import dp_accounting
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.privacy._validation import check_positive, check_positive_int, check_unit
@@ -71,6 +68,10 @@ from dpgl.privacy.scopes import (
     record_state,
     units_of,
 )
+
+if TYPE_CHECKING:
+    import dp_accounting
+    import numpy as np
 
 __all__ = [
     "COMPOSITIONS",
@@ -286,6 +287,7 @@ class Accountant(AccountantInterface):
                   mechanism: str = "", details: str = "") -> None:
         """Record a part by its RDP curve over :data:`~dpgl.privacy.multiterm.ORDERS` (already
         composed over its steps); it joins the unit's Gaussian parts in RDP."""
+        import numpy as np
         self._check_name(name)
         unit = check_unit(unit)
         if unit is Unit.NONE:
@@ -308,6 +310,7 @@ class Accountant(AccountantInterface):
     def dp_event(self, unit: Unit | str) -> dp_accounting.DpEvent:
         """The composed dp-accounting event of a unit's top-level Gaussian parts (NoOp if
         none)."""
+        import dp_accounting
         unit = check_unit(unit)
         events = [gaussian_dp_event(p.gaussian) for p in self._parts
                   if isinstance(p, Part) and p.gaussian is not None and p.entry.unit is unit]

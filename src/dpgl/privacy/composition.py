@@ -22,9 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-import numpy as np
-from scipy import special
-
 from dpgl.errors import PrivacyError
 from dpgl.privacy.guarantee import Guarantee, Unit, check_delta, check_epsilon
 
@@ -40,6 +37,7 @@ __all__ = [
 
 
 def _check_count(k: int) -> int:
+    import numpy as np
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise PrivacyError(f"the number of composed mechanisms must be an integer >= 1, got {k!r}")
     return int(k)
@@ -94,6 +92,8 @@ def kov_delta(epsilon: float, k: int, total_epsilon: float) -> float:
     """delta_k(eps') of KOV Thm 3.3 (pure part): the exact hockey-stick divergence of k-fold
     eps-randomized response at eps'. Computed stably as a sum over Binomial(k, p) pmfs with
     p = e^eps / (1 + e^eps):  sum_j max(0, P[B = j] - e^{eps'} P[B = k - j])."""
+    import numpy as np
+    from scipy import special
     eps = check_epsilon(epsilon)
     k = _check_count(k)
     t = float(total_epsilon)

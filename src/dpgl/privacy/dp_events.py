@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib import metadata
-
-import dp_accounting
-import numpy as np
-from dp_accounting import pld, rdp
+from typing import TYPE_CHECKING
 
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.privacy.multiterm import ORDERS, rdp_to_epsilon
+
+if TYPE_CHECKING:
+    import dp_accounting
+    import numpy as np
 
 __all__ = [
     "METHODS",
@@ -38,15 +39,11 @@ METHODS = ("rdp", "pld")
 #: How a Gaussian part's sample is drawn.
 SAMPLINGS = ("poisson", "fixed")
 
-_NR = dp_accounting.NeighboringRelation
-
-
 def dp_accounting_version() -> str:
     try:
         return metadata.version("dp-accounting")
     except metadata.PackageNotFoundError:  # pragma: no cover - always installed
         return "unknown"
-
 
 @dataclass(frozen=True)
 class GaussianSpend:
@@ -77,9 +74,9 @@ class GaussianSpend:
             s += f", {kind} sampling rate {self.sampling_rate:g}"
         return s
 
-
 def gaussian_dp_event(spend: GaussianSpend) -> dp_accounting.DpEvent:
     """The dp-accounting event of a Gaussian part (self-composed over its steps)."""
+    import dp_accounting
     base = dp_accounting.GaussianDpEvent(spend.noise_multiplier)
     if not spend.subsampled:
         event: dp_accounting.DpEvent = base
@@ -100,11 +97,14 @@ def gaussian_dp_event(spend: GaussianSpend) -> dp_accounting.DpEvent:
         event = dp_accounting.SampledWithoutReplacementDpEvent(size, sample, base)
     return event if spend.steps == 1 else dp_accounting.SelfComposedDpEvent(event, spend.steps)
 
-
 def make_dp_accountant(method: str, relation: str | None, *, orders: np.ndarray | None = None
                        ) -> dp_accounting.PrivacyAccountant:
     """A fresh dp-accounting RDP or PLD accountant for the given neighbouring relation."""
-    nr = _NR.REPLACE_ONE if relation == "replace_one" else _NR.ADD_OR_REMOVE_ONE
+    import dp_accounting
+    from dp_accounting import pld, rdp
+    relations = dp_accounting.NeighboringRelation
+    nr = (relations.REPLACE_ONE if relation == "replace_one"
+          else relations.ADD_OR_REMOVE_ONE)
     if method == "rdp":
         if orders is not None:
             return rdp.RdpAccountant(orders=list(orders), neighboring_relation=nr)
@@ -113,15 +113,15 @@ def make_dp_accountant(method: str, relation: str | None, *, orders: np.ndarray 
         return pld.PLDAccountant(neighboring_relation=nr)
     raise ConfigError(f"unknown accounting method {method!r}; choose one of: {', '.join(METHODS)}")
 
-
 def _relation(spends: list[GaussianSpend]) -> str | None:
     relations = {s.relation for s in spends} - {None}
     return relations.pop() if relations else None
 
-
 def joint_epsilon(spends: list[GaussianSpend], curves: list[np.ndarray], delta: float,
                   method: str) -> tuple[float, str]:
     """Jointly compose Gaussian events and RDP curves; returns (epsilon, method used)."""
+    import dp_accounting
+    import numpy as np
     relation = _relation(spends)
     used = method
     if curves:
@@ -145,7 +145,6 @@ def joint_epsilon(spends: list[GaussianSpend], curves: list[np.ndarray], delta: 
         raise PrivacyError(f"dp-accounting {method} cannot account for {event}")
     acc.compose(event)
     return float(acc.get_epsilon(delta)), used
-
 
 def method_label(used: str) -> str:
     """How a report names the accounting method used ("RDP", "PLD" or the fallback's text)."""

@@ -24,8 +24,6 @@ import logging
 from collections.abc import Iterator
 
 import numpy as np
-from dp_accounting import rdp as dp_rdp
-from scipy import optimize, special, stats
 
 from dpgl.errors import ConfigError, PrivacyError
 
@@ -57,6 +55,8 @@ def quiet_absl() -> Iterator[None]:
 
 def rdp_to_epsilon(rdp: np.ndarray, delta: float) -> float:
     """epsilon at ``delta`` of an RDP curve over :data:`ORDERS` (dp-accounting's conversion)."""
+    from dp_accounting import rdp as dp_rdp
+
     eps, _ = dp_rdp.rdp_privacy_accountant.compute_epsilon(ORDERS, np.asarray(rdp), delta)
     return float(eps)
 
@@ -66,6 +66,7 @@ def multiterm_rdp(noise_multiplier: float, sampling_rate: float, max_other: int,
                   other_shift: float = 2.0) -> np.ndarray:
     """Per-step RDP curve (see module docstring): own row shift ``own_shift`` C, each of the
     ``max_other`` other rows ``other_shift`` C, Poisson rate q, noise std z C."""
+    from scipy import special, stats
     z = float(noise_multiplier)
     q = float(sampling_rate)
     if not z > 0:
@@ -101,6 +102,7 @@ def multiterm_epsilon(noise_multiplier: float, sampling_rate: float, steps: int,
 def calibrate_multiterm(target_epsilon: float, delta: float, sampling_rate: float, steps: int,
                         max_other: int) -> float:
     """Smallest noise multiplier (to 1e-4 relative) with :func:`multiterm_epsilon` <= target."""
+    from scipy import optimize
     def f(z: float) -> float:
         return multiterm_epsilon(z, sampling_rate, steps, max_other, delta) - target_epsilon
     hi = 1.0

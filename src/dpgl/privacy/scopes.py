@@ -14,9 +14,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.privacy.amplification import amplify_by_subsampling
@@ -29,6 +27,9 @@ from dpgl.privacy.dp_events import (
 from dpgl.privacy.guarantee import Guarantee, Unit
 from dpgl.privacy.multiterm import ORDERS, rdp_to_epsilon
 from dpgl.privacy.report import ReportEntry
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "Evaluation",
@@ -245,6 +246,7 @@ def record_state(record: Sequence[Part | Scope]) -> list[dict[str, Any]]:
 
 
 def _part_from_state(d: dict[str, Any]) -> Part | Scope:
+    import numpy as np
     if "scope" in d:
         if d["scope"] not in ("parallel", "subsampled"):
             raise ValueError(f"unknown scope kind {d['scope']!r}")
