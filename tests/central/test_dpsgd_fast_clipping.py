@@ -143,3 +143,74 @@ def test_dpar_same_seed_same_results_with_either_clipping_path(monkeypatch, meth
     for k in ("noise_multiplier", "sigma_gm", "appr_vector_epsilon", "max_other_occurrences",
               "sgd_steps"):
         assert fast.info.get(k) == ref.info.get(k)
+
+
+def _reference(model: nn.Module, batch: tuple[torch.Tensor, ...], clip: float):
+    return clip_and_sum(per_sample_gradients(model, dpar_example_loss, batch), clip)
+
+
+def _assert_same(model: nn.Module, batch: tuple[torch.Tensor, ...], clip: float) -> None:
+    ref, ref_norms = _reference(model, batch, clip)
+    got = linear_clipped_sum(model, dpar_batch_losses, batch, clip)
+    assert got is not None, "the fast path declined a model it can do exactly"
+    summed, norms = got
+    assert torch.allclose(norms, ref_norms, rtol=1e-5, atol=1e-7)
+    assert set(summed) == set(ref)
+    for k in ref:
+        assert torch.allclose(summed[k], ref[k], rtol=1e-5, atol=1e-6), k
+    assert norms.max() > clip  # clipping was active for some example
+
+
+@pytest.mark.parametrize("num_layers", [2, 3])
+def test_every_layer_counts_in_the_norm_with_one_position(num_layers: int) -> None:
+    """One selected node per example (P = 1 at every layer): the joint norm adds every
+    layer's part (a norm from the last layer alone would under-clip)."""
+    torch.manual_seed(7)
+    model = DecoupledMLP(20, 4, hidden=8, num_layers=num_layers)
+    _assert_same(model, _dpar_batch(12, 1, 20, 4, seed=3), clip=0.05)
+
+
+class _Shared(nn.Module):
+    """A linear layer applied twice per example (two records to concatenate), a layer
+    without bias, and a layer that is never used (no records)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unused = nn.Linear(9, 9)
+        self.lin = nn.Linear(9, 6, bias=False)
+        self.out = nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.lin(x)) + torch.tanh(self.lin(0.5 * x))
+        return self.out(h)
+
+
+@pytest.mark.parametrize("s", [1, 3])
+def test_shared_biasless_and_unused_layers(s: int) -> None:
+    torch.manual_seed(s)
+    model = _Shared()
+    _assert_same(model, _dpar_batch(10, s, 9, 3, seed=s), clip=0.1)
+
+
+def test_inactive_dropout_keeps_the_fast_path() -> None:
+    """Dropout with p = 0 (or in eval mode) changes nothing: the fast path stays exact."""
+    torch.manual_seed(0)
+    model = DecoupledMLP(10, 3, hidden=6, dropout=0.0)
+    _assert_same(model, _dpar_batch(8, 2, 10, 3, seed=2), clip=0.05)
+    with_dropout = nn.Sequential(nn.Linear(10, 6), nn.Dropout(0.5), nn.ReLU(), nn.Linear(6, 3))
+    with_dropout.eval()
+    _assert_same(with_dropout, _dpar_batch(8, 2, 10, 3, seed=2), clip=0.05)
+
+
+def test_a_parameter_outside_linear_layers_is_declined() -> None:
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(6, 3)
+            self.scale = nn.Parameter(torch.ones(()))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.scale * self.lin(x)
+
+    assert linear_clipped_sum(Scaled(), dpar_batch_losses, _dpar_batch(4, 2, 6, 3, seed=0),
+                              1.0) is None
