@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
     {"nn", "train"},
     {"methods"},
     {"audit", "experiments"},
+    {"service"},
     {"cli"},
 ]
 RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}

@@ -1,0 +1,362 @@
+"""The collection server's database: schema, migrations and the rules that must hold inside
+one transaction (issue #14).
+
+One data-access layer over SQLite (an embedded file, the default) and PostgreSQL
+(``postgresql://...``, psycopg 3), written with SQLAlchemy Core: the same table definitions
+and statements run on both, the dialect differences (upserts, locking) stay inside the
+engine, and no ORM session state hides when a row is written. Every rule that protects a
+user is enforced by the database in the same transaction as the write it guards:
+
+* **one report per user per round**: the primary key ``(round_id, user_id)``; a retry with
+  the same bytes is acknowledged as a duplicate, a different report is a conflict and
+  changes nothing;
+* **the lifetime budget**: opening a round reserves its per-user charge for every member of
+  its population, and is refused when any member's reservations would exceed her lifetime
+  budget (per unit); the members' ledger rows are locked first (``SELECT ... FOR UPDATE`` on
+  PostgreSQL, a write transaction on SQLite), so two rounds opened at once cannot both pass;
+* **tokens**: only a hash of each user's token is stored.
+
+A report is committed before :meth:`Database.submit` returns, so the server answers 2xx only
+for reports that are on disk. The schema is versioned (table ``schema_version``) and
+:meth:`Database.migrate` applies the missing steps in order; opening a database written by a
+newer dpgl is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from dpgl.errors import DpglError
+
+__all__ = ["SCHEMA_VERSION", "BudgetExceededError", "Database", "ReportConflictError",
+           "ServiceError", "StoredReport"]
+
+
+class ServiceError(DpglError):
+    """A request the collection server refuses (unknown round or user, closed round, ...)."""
+
+
+class ReportConflictError(ServiceError):
+    """A second, different report from a user for a round (nothing was changed)."""
+
+
+class BudgetExceededError(ServiceError):
+    """Opening the round would push an enrolled user over her lifetime budget."""
+
+
+metadata = sa.MetaData()
+
+schema_version = sa.Table(
+    "schema_version", metadata,
+    sa.Column("version", sa.Integer, nullable=False),
+)
+users = sa.Table(
+    "users", metadata,
+    sa.Column("user_id", sa.String(200), primary_key=True),
+    sa.Column("token_sha256", sa.String(64), nullable=False),
+    sa.Column("enrolled_at", sa.Float, nullable=False),
+)
+rounds = sa.Table(
+    "rounds", metadata,
+    sa.Column("round_id", sa.String(200), primary_key=True),
+    sa.Column("spec", sa.Text, nullable=False),            # the published round, JSON
+    sa.Column("status", sa.String(16), nullable=False),    # open | closed
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("deadline", sa.Float, nullable=True),
+)
+#: what one member of a round spends in it, per unit (the randomizer's guarantee)
+round_charges = sa.Table(
+    "round_charges", metadata,
+    sa.Column("round_id", sa.String(200), sa.ForeignKey("rounds.round_id"), primary_key=True),
+    sa.Column("unit", sa.String(32), primary_key=True),
+    sa.Column("epsilon", sa.Float, nullable=False),
+    sa.Column("delta", sa.Float, nullable=False),
+)
+members = sa.Table(
+    "members", metadata,
+    sa.Column("round_id", sa.String(200), sa.ForeignKey("rounds.round_id"), primary_key=True),
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.user_id"), primary_key=True),
+)
+reports = sa.Table(
+    "reports", metadata,
+    sa.Column("round_id", sa.String(200), sa.ForeignKey("rounds.round_id"), primary_key=True),
+    sa.Column("user_id", sa.String(200), sa.ForeignKey("users.user_id"), primary_key=True),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("received_at", sa.Float, nullable=False),
+)
+
+#: The steps from version i to i + 1, in order (step 0 creates the first schema).
+MIGRATIONS: list[Callable[[Connection], None]] = [
+    lambda conn: metadata.create_all(conn, tables=[users, rounds, round_charges, members,
+                                                   reports]),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    round_id: str
+    user_id: str
+    payload: str
+    received_at: float
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_id(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 200 or not value.isprintable():
+        raise ServiceError(f"{what} must be a printable string of 1 to 200 characters, "
+                           f"got {value!r}")
+    return value
+
+
+class Database:
+    """The server's store at ``url`` (``sqlite:///path.db`` or ``postgresql://...``)."""
+
+    def __init__(self, url: str, *, migrate: bool = True,
+                 clock: Callable[[], float] = time.time) -> None:
+        if url.startswith("postgresql://"):
+            url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        try:
+            self.engine: Engine = sa.create_engine(url, future=True)
+        except (sa.exc.ArgumentError, ImportError) as e:
+            raise ServiceError(f"database URL {url!r}: {e}") from None
+        self.clock = clock
+        if self.engine.dialect.name == "sqlite":
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        if migrate:
+            try:
+                self.migrate()
+            except BaseException:
+                self.engine.dispose()
+                raise
+
+    # ------------------------------------------------------------------ schema
+    def version(self) -> int:
+        """The schema version on disk (0: an empty database)."""
+        with self.engine.connect() as conn:
+            if not sa.inspect(conn).has_table("schema_version"):
+                return 0
+            v = conn.execute(sa.select(schema_version.c.version)).scalar()
+            return int(v or 0)
+
+    def migrate(self) -> int:
+        """Apply the missing migration steps (one transaction each); returns the version."""
+        current = self.version()
+        if current > SCHEMA_VERSION:
+            raise ServiceError(f"the database has schema version {current}, newer than this "
+                               f"dpgl ({SCHEMA_VERSION}): upgrade dpgl")
+        for step in range(current, SCHEMA_VERSION):
+            with self._write() as conn:
+                if step == 0:
+                    schema_version.create(conn, checkfirst=True)
+                MIGRATIONS[step](conn)
+                conn.execute(sa.delete(schema_version))
+                conn.execute(sa.insert(schema_version).values(version=step + 1))
+        return SCHEMA_VERSION
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A write transaction (SQLite: taken at BEGIN, so checks and writes are atomic)."""
+        with self.engine.begin() as conn:
+            if self.engine.dialect.name == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            yield conn
+
+    # ------------------------------------------------------------------ users
+    def enroll(self, user_id: str) -> str:
+        """Enrol a user once; returns her token (only its hash is stored)."""
+        _check_id(user_id, "user id")
+        token = secrets.token_urlsafe(32)
+        try:
+            with self._write() as conn:
+                conn.execute(sa.insert(users).values(user_id=user_id,
+                                                     token_sha256=_sha256(token),
+                                                     enrolled_at=self.clock()))
+        except sa.exc.IntegrityError:
+            raise ServiceError(f"user {user_id!r} is already enrolled") from None
+        return token
+
+    def authenticate(self, user_id: str, token: str) -> bool:
+        """Whether ``token`` is ``user_id``'s (constant-time comparison of hashes)."""
+        with self.engine.connect() as conn:
+            stored = conn.execute(sa.select(users.c.token_sha256)
+                                  .where(users.c.user_id == user_id)).scalar()
+        return stored is not None and hmac.compare_digest(stored, _sha256(str(token)))
+
+    def spent(self, user_id: str) -> dict[str, float]:
+        """Epsilon reserved for ``user_id`` per unit: the charge of every round she is in."""
+        with self.engine.connect() as conn:
+            return self._spent(conn, [user_id]).get(user_id, {})
+
+    @staticmethod
+    def _spent(conn: Connection, user_ids: list[str]) -> dict[str, dict[str, float]]:
+        q = (sa.select(members.c.user_id, round_charges.c.unit,
+                       sa.func.sum(round_charges.c.epsilon))
+             .join(round_charges, round_charges.c.round_id == members.c.round_id)
+             .where(members.c.user_id.in_(user_ids))
+             .group_by(members.c.user_id, round_charges.c.unit))
+        out: dict[str, dict[str, float]] = {}
+        for uid, unit, eps in conn.execute(q):
+            out.setdefault(uid, {})[unit] = float(eps)
+        return out
+
+    # ------------------------------------------------------------------ rounds
+    def open_round(self, round_id: str, spec: Mapping[str, Any], population: list[str],
+                   charge: Mapping[str, tuple[float, float]],
+                   lifetime: Mapping[str, float], *, deadline: float | None = None) -> None:
+        """Open a round: every member of ``population`` must be enrolled, and each one's
+        reserved epsilon plus ``charge`` (unit -> (epsilon, delta) per member, the
+        randomizer's guarantee) must stay within ``lifetime`` (unit -> epsilon; a unit with
+        no lifetime entry is refused). All or nothing, in one transaction."""
+        _check_id(round_id, "round id")
+        pop = sorted(set(population))
+        if not pop:
+            raise ServiceError("a round needs a non-empty population")
+        for unit, (eps, delta) in charge.items():
+            if not (math.isfinite(eps) and eps > 0 and 0 <= delta < 1):
+                raise ServiceError(f"round charge for {unit}: need 0 < epsilon < inf and "
+                                   f"0 <= delta < 1, got ({eps}, {delta})")
+            if unit not in lifetime:
+                raise ServiceError(f"no lifetime budget is set for {unit}")
+        text = json.dumps(dict(spec), sort_keys=True)
+        with self._write() as conn:
+            found = set(conn.execute(sa.select(users.c.user_id)
+                                     .where(users.c.user_id.in_(pop))
+                                     .with_for_update()).scalars())
+            missing = [u for u in pop if u not in found]
+            if missing:
+                raise ServiceError(f"{len(missing)} member(s) are not enrolled, e.g. "
+                                   f"{missing[:3]}")
+            spent = self._spent(conn, pop)
+            over = [(u, unit) for u in pop for unit, (eps, _) in charge.items()
+                    if spent.get(u, {}).get(unit, 0.0) + eps > lifetime[unit] * (1 + 1e-12)]
+            if over:
+                u, unit = over[0]
+                raise BudgetExceededError(
+                    f"round {round_id!r} would push {len({x for x, _ in over})} user(s) over "
+                    f"their lifetime {unit} budget of {lifetime[unit]:g}, e.g. {u!r} (spent "
+                    f"{spent.get(u, {}).get(unit, 0.0):g} + {charge[unit][0]:g})")
+            try:
+                conn.execute(sa.insert(rounds).values(
+                    round_id=round_id, spec=text, status="open", created_at=self.clock(),
+                    deadline=deadline))
+            except sa.exc.IntegrityError:
+                raise ServiceError(f"round {round_id!r} already exists") from None
+            conn.execute(sa.insert(round_charges), [
+                {"round_id": round_id, "unit": unit, "epsilon": float(eps),
+                 "delta": float(delta)} for unit, (eps, delta) in charge.items()])
+            conn.execute(sa.insert(members), [{"round_id": round_id, "user_id": u}
+                                              for u in pop])
+
+    def round(self, round_id: str) -> dict[str, Any]:
+        """The round as published: its spec, status, deadline and per-member charge."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(rounds).where(rounds.c.round_id == round_id)).first()
+            if row is None:
+                raise ServiceError(f"unknown round {round_id!r}")
+            charge = {u: {"epsilon": e, "delta": d} for u, e, d in conn.execute(
+                sa.select(round_charges.c.unit, round_charges.c.epsilon,
+                          round_charges.c.delta).where(round_charges.c.round_id == round_id))}
+        return {"round_id": row.round_id, "spec": json.loads(row.spec), "status": row.status,
+                "deadline": row.deadline, "charge": charge}
+
+    def close_round(self, round_id: str) -> int:
+        """Close a round (no more reports); returns how many reports it holds."""
+        with self._write() as conn:
+            n = conn.execute(sa.update(rounds).where(rounds.c.round_id == round_id)
+                             .values(status="closed")).rowcount
+            if n == 0:
+                raise ServiceError(f"unknown round {round_id!r}")
+            return int(conn.execute(sa.select(sa.func.count()).select_from(reports)
+                                    .where(reports.c.round_id == round_id)).scalar() or 0)
+
+    # ------------------------------------------------------------------ reports
+    def submit(self, round_id: str, user_id: str, payload: str) -> bool:
+        """Store ``user_id``'s report for an open round she is a member of; committed before
+        it returns. True: stored now; False: the same report was already stored (a retry).
+        A different second report raises :class:`ReportConflictError` and changes nothing."""
+        if not isinstance(payload, str):
+            raise ServiceError("a report payload is text (JSON)")
+        digest = _sha256(payload)
+        try:
+            return self._submit(round_id, user_id, payload, digest)
+        except sa.exc.IntegrityError:
+            # a concurrent submission for this user won the race: compare with what it stored
+            with self.engine.connect() as conn:
+                stored = conn.execute(sa.select(reports.c.sha256).where(
+                    (reports.c.round_id == round_id) & (reports.c.user_id == user_id))).scalar()
+            if stored == digest:
+                return False
+            raise ReportConflictError(f"user {user_id!r} already reported in round {round_id!r}; "
+                                 "a second, different report is refused") from None
+
+    def _submit(self, round_id: str, user_id: str, payload: str, digest: str) -> bool:
+        with self._write() as conn:
+            status = conn.execute(sa.select(rounds.c.status)
+                                  .where(rounds.c.round_id == round_id)).scalar()
+            if status is None:
+                raise ServiceError(f"unknown round {round_id!r}")
+            member = conn.execute(sa.select(members.c.user_id).where(
+                (members.c.round_id == round_id) & (members.c.user_id == user_id))).first()
+            if member is None:
+                raise ServiceError(f"user {user_id!r} is not in round {round_id!r}'s "
+                                   "population")
+            stored = conn.execute(sa.select(reports.c.sha256).where(
+                (reports.c.round_id == round_id) & (reports.c.user_id == user_id))).scalar()
+            if stored is not None:
+                if stored == digest:
+                    return False
+                raise ReportConflictError(f"user {user_id!r} already reported in round "
+                                     f"{round_id!r}; a second, different report is refused")
+            if status != "open":
+                raise ServiceError(f"round {round_id!r} is {status}")
+            conn.execute(sa.insert(reports).values(round_id=round_id, user_id=user_id,
+                                                   payload=payload, sha256=digest,
+                                                   received_at=self.clock()))
+        return True
+
+    def reports(self, round_id: str) -> list[StoredReport]:
+        """A round's stored reports, by user id."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(reports).where(reports.c.round_id == round_id)
+                                .order_by(reports.c.user_id))
+            return [StoredReport(r.round_id, r.user_id, r.payload, r.received_at)
+                    for r in rows]
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    """Durable, concurrent SQLite: WAL journal, fsync at commit, foreign keys on, and the
+    driver's implicit transactions off (the layer issues BEGIN IMMEDIATE itself)."""
+    dbapi_conn.isolation_level = None
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
