@@ -4,9 +4,15 @@ which puts this folder on ``sys.path``)."""
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shlex
+import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterable
+from pathlib import Path
 
 
 def csv_items(text: str) -> list[str]:
@@ -30,3 +36,44 @@ def command_line(script: str, argv: list[str] | None) -> str:
     """The command that reproduces this invocation, for the results page."""
     return f"python benchmarks/{script} " + " ".join(
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+
+
+def run_python(args: list[str], src: Path | None, env_extra: dict[str, str],
+               timeout: float | None) -> tuple[int, str, dict]:
+    """Run ``python ARGS`` with ``src`` first on the path (None: the installed dpgl);
+    (status, stdout, usage) where usage holds this child's CPU seconds (user + system, all
+    its threads), peak RSS (MB) and wall seconds (os.wait4)."""
+    env = dict(os.environ, **env_extra)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, *args], stdout=out, stderr=err, env=env)
+        try:
+            _, status, ru = _wait4(proc.pid, timeout)
+        except TimeoutError:
+            proc.kill()
+            _wait4(proc.pid, None)
+            return -1, "", {"status": f"timeout (> {timeout or 0:.0f} s)"}
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        text, errs = out.read().decode(), err.read().decode()
+    usage = {"cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime, "sys": ru.ru_stime,
+             "rss_mb": ru.ru_maxrss / 1024, "wall": wall}
+    if proc.returncode:
+        lines = errs.strip().splitlines()
+        usage["status"] = "error: " + (lines[-1] if lines else "?")
+    return proc.returncode, text, usage
+
+
+def _wait4(pid: int, timeout: float | None) -> tuple[int, int, resource.struct_rusage]:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        got_pid, status, ru = os.wait4(pid, os.WNOHANG if deadline else 0)
+        if got_pid:
+            return got_pid, status, ru
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError
+        time.sleep(0.05)

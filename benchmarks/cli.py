@@ -13,15 +13,10 @@ dataset name, under 1 s for ``dpgl methods``. ``--src DIR`` measures another che
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from _common import command_line
+from _common import command_line, run_python
 
 #: (label, arguments, CPU target in seconds or None)
 COMMANDS: list[tuple[str, list[str], float | None]] = [
@@ -39,16 +34,10 @@ COMMANDS: list[tuple[str, list[str], float | None]] = [
 _RUN = "import sys; from dpgl.cli import main; main(sys.argv[1:])"
 
 
-def _one(args: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+def _one(args: list[str], src: Path | None) -> tuple[float, float, int]:
     """(CPU seconds, wall seconds, exit code) of one fresh ``dpgl ARGS``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _RUN, *args], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall, proc.returncode
+    rc, _, usage = run_python(["-c", _RUN, *args], src, {}, None)
+    return usage["cpu"], usage["wall"], rc
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,16 +50,14 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error("--repeat must be >= 1")
-    env = dict(os.environ)
-    if args.src is not None:
-        if not (args.src / "dpgl" / "cli.py").is_file():
-            ap.error(f"--src {args.src}: no dpgl/cli.py there")
-        env["PYTHONPATH"] = str(args.src.resolve())
+    src = None if args.src is None else args.src.resolve()
+    if src is not None and not (src / "dpgl" / "cli.py").is_file():
+        ap.error(f"--src {args.src}: no dpgl/cli.py there")
     lines = [f"<!-- {command_line('cli.py', argv)} -->",
              f"| command | CPU s ({args.label}, median of {args.repeat}) | wall s | target "
              "CPU s | exit |", "|---|---:|---:|---:|---:|"]
     for label, cmd, target in COMMANDS:
-        runs = [_one(cmd, env) for _ in range(args.repeat)]
+        runs = [_one(cmd, src) for _ in range(args.repeat)]
         cpu = statistics.median(r[0] for r in runs)
         wall = statistics.median(r[1] for r in runs)
         verdict = "-" if target is None else f"{target:g} ({'ok' if cpu < target else 'MISSED'})"

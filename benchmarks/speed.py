@@ -46,15 +46,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import chosen_names, command_line
+from _common import chosen_names, command_line, run_python
 
 ITEMS = ("blink", "symrr", "dpar")
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,44 +127,6 @@ def worker_symrr(graph: str, repeats: int) -> dict:
 
 
 # --------------------------------------------------------------------------- driver
-
-
-def run_python(args: list[str], src: Path, env_extra: dict[str, str], timeout: float
-               ) -> tuple[int, str, dict]:
-    """Run ``python ARGS`` with ``src`` first on the path; (status, stdout, usage) where usage
-    holds this child's CPU seconds, peak RSS (MB) and wall seconds (os.wait4)."""
-    env = dict(os.environ, PYTHONPATH=str(src), **env_extra)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, *args], stdout=out, stderr=err, env=env)
-        try:
-            _, status, ru = _wait4(proc.pid, timeout)
-        except TimeoutError:
-            proc.kill()
-            _wait4(proc.pid, None)
-            return -1, "", {"status": f"timeout (> {timeout:.0f} s)"}
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        text, errs = out.read().decode(), err.read().decode()
-    usage = {"cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime, "sys": ru.ru_stime,
-             "rss_mb": ru.ru_maxrss / 1024, "wall": wall}
-    if proc.returncode:
-        lines = errs.strip().splitlines()
-        usage["status"] = "error: " + (lines[-1] if lines else "?")
-    return proc.returncode, text, usage
-
-
-def _wait4(pid: int, timeout: float | None) -> tuple[int, int, resource.struct_rusage]:
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        got_pid, status, ru = os.wait4(pid, os.WNOHANG if deadline else 0)
-        if got_pid:
-            return got_pid, status, ru
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError
-        time.sleep(0.05)
 
 
 def _worker_case(item: str, src: Path, graph: str, repeats: int, env: dict[str, str],
