@@ -2,10 +2,8 @@
 ``prepend`` import mode), so helper modules such as ``_edge_graphs`` are importable from
 every test folder."""
 
-import os
+from dpgl.device import cpu_thread_defaults
 
-# As the CLI does (dpgl.cli): torch's OpenMP threads wait passively, so a busy machine (CI
-# shares its cores) does not turn every small training into seconds of spinning.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-if (os.cpu_count() or 1) <= 2:  # as the CLI does: one torch thread on a 2-core machine
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+# As the CLI does: torch's threads wait passively, one thread on a 2-core machine (CI shares
+# its cores), set before any test imports torch.
+cpu_thread_defaults()

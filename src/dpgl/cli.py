@@ -18,18 +18,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dpgl.device import cpu_thread_defaults
 from dpgl.errors import ConfigError, DpglError
 
-# torch's OpenMP threads spin-wait between parallel regions by default; on a busy 2-core
-# machine that spinning cost 14 s of CPU in a GCN training that takes 1 s with passive waiting
-# (Cora, blink-hard, one competing process; README "Speed"). Set before torch is imported
-# (lazily, after the arguments are checked); a user's own setting wins.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-# On a machine with at most two cores a second torch thread made every measured run slower
-# in CPU and in wall time (Cora GCN training 0.25 s on one thread, 0.74 s on two, idle; DPAR
-# on Coauthor CS 37 s vs 177 s): one thread there, unless OMP_NUM_THREADS says otherwise.
-if (os.cpu_count() or 1) <= 2:
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+cpu_thread_defaults()  # before anything imports torch (lazily, after the arguments)
 
 app = typer.Typer(
     add_completion=False,

@@ -66,6 +66,21 @@ DEFAULT_DEVICE = "cpu"
 _CUDA_INDEX = re.compile(r"cuda:(\d+)")
 
 
+def cpu_thread_defaults() -> None:
+    """Defaults for torch's CPU threads, set before torch is imported (the CLI and the tests
+    call this; a user's own OMP_* settings win). Measured on 2-core machines (README "Speed"):
+
+    * threads wait passively between parallel regions: spin-waiting turned a 1 s Cora GCN
+      training into 14 s of CPU when another process was running;
+    * with at most two cores, one thread: a second one made every measured run slower (idle
+      Cora GCN training 0.25 s on one thread, 0.74 s on two; DPAR on Coauthor CS 37 s vs
+      177 s).
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if (os.cpu_count() or 1) <= 2:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 def check_device(spec: Any) -> str:
     """``spec`` checked as text, without importing torch: ``auto``, ``cpu``, ``cuda`` or
     ``cuda:N`` (case and surrounding spaces ignored); returns it normalised. A
