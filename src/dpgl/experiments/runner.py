@@ -119,7 +119,8 @@ def _one_line(exc: BaseException) -> str:
 
 class _Display:
     """The grid's progress (a :mod:`dpgl.progress` step, one unit per run; a run's own steps
-    nest inside it), or nothing in quiet mode; failures are always shown, one line each."""
+    nest inside it: :func:`~dpgl.experiments.execute.execute_run` names the run), or nothing
+    in quiet mode; failures are always shown, one line each."""
 
     def __init__(self, enabled: bool, console: Any = None) -> None:
         self.enabled = enabled
@@ -135,10 +136,6 @@ class _Display:
         if self.enabled:
             progress.note(title)
         self.step = self._stack.enter_context(progress.step("runs", total=todo))
-
-    def running(self, cfg: RunConfig) -> None:
-        if self.step is not None:
-            self.step.update(run=cfg.label()[:60])
 
     def advance(self) -> None:
         if self.step is not None:
@@ -196,7 +193,6 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
                 outcome.skipped_existing += 1
                 display.advance()
                 continue
-            display.running(cfg)
             t0 = time.perf_counter()
             try:
                 result = run_fn(cfg)
