@@ -46,12 +46,12 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from dpgl.errors import ConfigError
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
-from dpgl.methods.features_dpsgd import public_subsample_size
-from dpgl.methods.params import NodeDPParams, Params, Renamed
+from dpgl.methods.features_dpsgd import PaperAccountingParams, public_subsample_size
+from dpgl.methods.params import Params, Renamed
 from dpgl.privacy import Unit
 from dpgl.rng import spawn
 
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["DPARParams", "run_dpar", "train_dpar"]
 
 
-class DPARParams(NodeDPParams):
+class DPARParams(PaperAccountingParams):
     """DPAR hyper-parameters (paper Sec. 5 defaults)."""
 
     renamed: ClassVar[dict[str, Renamed]] = {"alpha": Renamed("teleport")}
@@ -99,20 +99,9 @@ class DPARParams(NodeDPParams):
                            "rows of the propagation matrix")
     appr_share: float = Field(0.3, gt=0, lt=1, description="share of epsilon for DP-APPR (the "
                               "rest: DP-SGD)")
-    accounting: Literal["dpgl", "paper"] = Field(
-        "dpgl", description="dpgl: noise meets --epsilon by the verified analysis; paper: by "
-        "DPAR's own statements for paper_epsilon")
-    paper_epsilon: float | None = Field(None, gt=0, description="the epsilon DPAR's accounting "
-                                        "would claim (accounting=paper only; no --epsilon)")
     sgd: Literal["dp", "nonprivate"] = Field(
         "dp", description="dp: DP-SGD; nonprivate: all of epsilon to DP-APPR and the MLP trains "
         "without noise (Fig. 1)")
-
-    @model_validator(mode="after")
-    def _paper(self) -> DPARParams:
-        if (self.accounting == "paper") != (self.paper_epsilon is not None):
-            raise ValueError("accounting='paper' needs paper_epsilon (and only it takes one)")
-        return self
 
 
 # --------------------------------------------------------------------------- steps

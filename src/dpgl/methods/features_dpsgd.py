@@ -33,21 +33,28 @@ if TYPE_CHECKING:
 __all__ = ["FeaturesDPSGDParams", "public_subsample_size", "train_features"]
 
 
-class FeaturesDPSGDParams(NodeDPParams):
-    epochs: int = Field(200, ge=1)
-    subsample: float = Field(1.0, gt=0, le=1, description="Poisson node-subsampling rate q' of "
-                             "the training graph (1: no subsample)")
+class PaperAccountingParams(NodeDPParams):
+    """How DP-SGD's noise is calibrated: by dpgl's verified analysis to meet --epsilon, or,
+    for comparison with the paper, by DPAR's own statements for ``paper_epsilon`` (shared by
+    DPAR and DP-SGD on features)."""
+
     accounting: Literal["dpgl", "paper"] = Field(
         "dpgl", description="dpgl: noise meets --epsilon by the verified analysis; paper: by "
-        "DPAR's statement for paper_epsilon")
+        "DPAR's own statements for paper_epsilon")
     paper_epsilon: float | None = Field(None, gt=0, description="the epsilon DPAR's accounting "
                                         "would claim (accounting=paper only; no --epsilon)")
 
     @model_validator(mode="after")
-    def _paper(self) -> FeaturesDPSGDParams:
+    def _paper(self) -> PaperAccountingParams:
         if (self.accounting == "paper") != (self.paper_epsilon is not None):
             raise ValueError("accounting='paper' needs paper_epsilon (and only it takes one)")
         return self
+
+
+class FeaturesDPSGDParams(PaperAccountingParams):
+    epochs: int = Field(200, ge=1)
+    subsample: float = Field(1.0, gt=0, le=1, description="Poisson node-subsampling rate q' of "
+                             "the training graph (1: no subsample)")
 
 
 def public_subsample_size(universe: int, rate: float) -> int:
