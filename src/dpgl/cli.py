@@ -544,6 +544,162 @@ def demo(
         run_demo(output, seeds=seeds, console=out, device=dev)
 
 
+# ---------------------------------------------------------------------------- collection
+DbOption = Annotated[str, typer.Option(
+    "--db", help="Database: a file path or sqlite:///PATH (SQLite), or postgresql://...")]
+DEFAULT_DB = "dpgl-collection.db"
+
+collect = typer.Typer(no_args_is_help=True, help="Operate collection rounds (the server's "
+                      "database): create a round from YAML, close it (estimate and train).")
+client = typer.Typer(no_args_is_help=True, help="A device: enrol with a server and submit "
+                     "one randomized report for a round.")
+app.add_typer(collect, name="collect")
+app.add_typer(client, name="client")
+
+
+def _db_url(db: str) -> str:
+    """A database option as a SQLAlchemy URL (a plain path is a SQLite file)."""
+    if db.startswith(("sqlite://", "postgresql://", "postgresql+psycopg://")):
+        return db
+    if "://" in db:
+        raise ConfigError(f"--db: unsupported database URL {db!r} (sqlite:///PATH or "
+                          "postgresql://...)")
+    parent = Path(db).expanduser().resolve().parent
+    if not parent.is_dir():
+        raise ConfigError(f"--db: directory {str(parent)!r} does not exist")
+    return f"sqlite:///{Path(db).expanduser().resolve()}"
+
+
+@app.command()
+def serve(
+    db: DbOption = DEFAULT_DB,
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")
+                    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8000,
+    rate: Annotated[float, typer.Option(min=0.001, help="Requests per second per token "
+                                        "(sustained).")] = 5.0,
+    burst: Annotated[int, typer.Option(min=1, help="Requests per token at once.")] = 10,
+) -> None:
+    """Run the collection server (HTTP API and web pages) over a SQLite or PostgreSQL
+    database."""
+    url = _db_url(db)
+    from dpgl.service.server import serve as run_server
+    err.print(f"dpgl collection server on http://{host}:{port} (database {url})")
+    run_server(url, host=host, port=port, rate=rate, burst=burst)
+
+
+@collect.command("create")
+def collect_create(
+    spec: Annotated[Path, typer.Argument(help="Round spec (YAML).")],
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Open a round from a YAML spec: every member must be enrolled and stay within her
+    lifetime budget."""
+    url = _db_url(db)
+    from dpgl.collection import load_round_spec
+    from dpgl.service.operator import open_round
+    rs = load_round_spec(spec)
+    charge = open_round(url, rs)
+    parts = ", ".join(f"eps={e:g} {u}" for u, (e, _d) in charge.items())
+    out.print(f"opened round {rs.round_id!r}: {len(rs.population)} users, {parts} per user")
+
+
+@collect.command("close")
+def collect_close(
+    round_id: Annotated[str, typer.Argument(help="The round to close.")],
+    db: DbOption = DEFAULT_DB,
+    data_dir: Annotated[Path | None, typer.Option(help="Dataset directory (public data "
+                                                  "for training).")] = None,
+    quiet: Quiet = False,
+) -> None:
+    """Close a round: no more reports; run the estimator on the stored reports, train the
+    round's model, and store the result (served at /v1/rounds/ID/result)."""
+    url = _db_url(db)
+    from dpgl.service.operator import close_round
+    with _progress(quiet):
+        result = close_round(url, round_id, data_dir=data_dir)
+    _print_result(result)
+
+
+def _print_result(result: dict[str, Any]) -> None:
+    part = result["participation"]
+    out.print(f"round {result['round_id']!r}: {part['reports']}/{part['population']} reports "
+              f"({100 * part['rate']:.1f}%)")
+    if result["status"] != "done":
+        out.print(f"not estimated: {result['reason']}")
+        return
+    for k, v in result.get("metrics", {}).items():
+        out.print(f"  {k}: {v:.4f}" if isinstance(v, float) else f"  {k}: {v}")
+    out.print(result["privacy"]["text"])
+
+
+@collect.command("demo")
+def collect_demo(
+    output: Annotated[Path, typer.Option(help="Directory for the database and the result.")
+                      ] = Path("collect-demo"),
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port of the local server "
+                                      "(0: any free port).")] = 8000,
+    keep_serving: Annotated[bool, typer.Option(
+        "--serve/--no-serve", help="Keep serving the result page after the round.")] = True,
+    quiet: Quiet = False,
+) -> None:
+    """A local server on SQLite and a population of simulated devices (Cora's users): they
+    enrol, randomize their neighbour lists with Blink and submit over HTTP; the round is
+    closed, a GCN is trained, and the result page shows accuracy and budget."""
+    _output_dir(output, "--output")
+    from dpgl.service.demo import run_collection_demo
+    with _progress(quiet):
+        run_collection_demo(output, port=port, keep_serving=keep_serving, console=out)
+
+
+@client.command("enroll")
+def client_enroll(
+    server: Annotated[str, typer.Option(help="Server URL, e.g. http://127.0.0.1:8000.")],
+    user: Annotated[str, typer.Option(help="This device's user id.")],
+    state: Annotated[Path, typer.Option(help="Device state file (token, ledger, reports).")],
+) -> None:
+    """Enrol a user once; the token is kept in the device's state file."""
+    from dpgl.client import Device
+    with Device(server, user, state=state) as dev:
+        dev.enroll()
+    out.print(f"enrolled {user!r}; token kept in {state}")
+
+
+@client.command("submit")
+def client_submit(
+    server: Annotated[str, typer.Option(help="Server URL, e.g. http://127.0.0.1:8000.")],
+    user: Annotated[str, typer.Option(help="This device's user id.")],
+    round_id: Annotated[str, typer.Option("--round", help="The round to report in.")],
+    state: Annotated[Path, typer.Option(help="Device state file (token, ledger, reports).")],
+    neighbors: Annotated[str | None, typer.Option(
+        help="This user's neighbours as user ids, comma-separated.")] = None,
+    features: Annotated[str | None, typer.Option(
+        help="This user's feature vector, comma-separated numbers.")] = None,
+    label: Annotated[int | None, typer.Option(help="This user's label.")] = None,
+    lifetime: Annotated[float, typer.Option(min=0.0, help="The most epsilon this device "
+                                            "spends per unit, over all rounds.")] = 8.0,
+) -> None:
+    """Randomize this user's data with the round's randomizer (on this device) and submit
+    the report; retries send the same report."""
+    feats = None
+    if features is not None:
+        try:
+            feats = [float(x) for x in features.split(",")]
+        except ValueError:
+            raise ConfigError(f"--features: expected comma-separated numbers, got "
+                              f"{features!r}") from None
+    from dpgl.client import Device, PrivateData
+    with Device(server, user, state=state, lifetime=lifetime) as dev:
+        nb = None
+        if neighbors is not None:
+            rnd, _ = dev.round(round_id)
+            nb = sorted(rnd.index_of(x.strip()) for x in neighbors.split(",") if x.strip())
+        res = dev.submit(round_id, PrivateData(neighbors=nb, features=feats, label=label))
+    spent = ", ".join(f"{u} {e:g}" for u, e in res.charge.items())
+    out.print(f"{'stored' if res.stored else 'already stored'}: round {round_id!r} "
+              f"(spent {spent})")
+
+
 # Each command's help is its docstring, whose first paragraph typer's rich mode prints with
 # the source line breaks in `dpgl --help`: give it that paragraph on one line.
 for _info in app.registered_commands:

@@ -24,7 +24,7 @@ from dpgl.graph.pairs import index_to_pair, num_pairs
 from dpgl.mechanisms.lap import LapCandidates, LocalLap
 from dpgl.mechanisms.neighbor_list import check_num_nodes
 
-__all__ = ["simulate_top_t", "top_t_dense", "top_t_keys"]
+__all__ = ["simulate_top_t", "top_t_dense", "top_t_keys", "top_t_reports"]
 
 
 def top_t_keys(keys: np.ndarray, values: np.ndarray, t: int) -> np.ndarray:
@@ -56,6 +56,36 @@ def top_t_dense(reports: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray]:
     z = (r + r.T)[iu, ju]
     keys = top_t_keys(np.arange(z.size, dtype=np.int64), z, _clip_t(t, n))
     return index_to_pair(keys, n)
+
+
+def top_t_reports(reports: np.ndarray, noisy_degrees: np.ndarray | None, *,
+                  block: int = 256) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The top-T server on collected reports: the rows of ``reports`` (n x n, row i = user
+    i's noisy bits) scored pairwise by Z_ij = R_ij + R_ji, T from the noisy degrees (LocalLap)
+    or from the reports' sum (L-DpGCN). Dense by nature (every user sends n values); the
+    pair scores are streamed by row blocks, so the working memory beyond R is
+    O(block n + T). Same selection as :func:`top_t_dense`."""
+    r = np.asarray(reports, dtype=np.float64)
+    n = r.shape[0]
+    if r.ndim != 2 or r.shape != (n, n):
+        raise ConfigError(f"top-T needs an n x n report matrix, got shape {r.shape}")
+    t = estimate_t_dense(r, noisy_degrees)
+    best_k = np.zeros(0, np.int64)
+    best_z = np.zeros(0, np.float64)
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        z = r[start:stop] + r[:, start:stop].T              # rows start..stop-1, all columns
+        ii, jj = np.nonzero(np.arange(start, stop)[:, None] < np.arange(n)[None, :])
+        keys = (ii + start).astype(np.int64) * n + jj
+        vals = z[ii, jj]
+        best_k = np.concatenate([best_k, keys])
+        best_z = np.concatenate([best_z, vals])
+        if best_z.size > 2 * max(t, 1):
+            idx = np.argpartition(-best_z, t - 1)[:t] if t > 0 else np.zeros(0, np.int64)
+            best_k, best_z = best_k[idx], best_z[idx]
+    chosen = top_t_keys(best_k, best_z, t)
+    a, b = chosen // n, chosen % n
+    return a, b, {"T": t, "candidates": int(n * (n - 1) // 2)}
 
 
 def estimate_t_dense(reports: np.ndarray, noisy_degrees: np.ndarray | None) -> int:

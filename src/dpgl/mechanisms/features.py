@@ -200,6 +200,25 @@ class FeatureRandomizer(Randomizer):
         self.charge(name="features")
         return out, clipped
 
+    def encode(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """What the devices of the rows of ``x`` send (bit encoders only): the encoding in
+        {-1, 0, +1} (int8, ``x``'s shape), each row clipped into the public range first. The
+        same draw as :meth:`privatize` before its rectifier; charges the active accountant
+        once (one report from each row's user)."""
+        if self.mechanism not in ("multibit", "1bit"):
+            raise ConfigError(f"encode is for the bit encoders, not {self.mechanism!r}")
+        inputs, _ = self.client_inputs(np.atleast_2d(x))
+        out = self._impl.randomize(inputs, rng)
+        self.charge(name="features")
+        return out.reshape(np.shape(x))
+
+    def decode(self, encoded: np.ndarray) -> np.ndarray:
+        """The server's unbiased estimate from encodings (the rectifier, LPGNN Eq. 4); a row
+        of zeros (a user who did not report) decodes to the range's centre."""
+        if self.mechanism not in ("multibit", "1bit"):
+            raise ConfigError(f"decode is for the bit encoders, not {self.mechanism!r}")
+        return self._impl.rectify(encoded)
+
     def _repr_args(self) -> dict[str, object]:
         return {"epsilon": self.epsilon, "d": self.d, "mechanism": self.mechanism,
                 "range": str(self.range)}

@@ -40,7 +40,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from dpgl.errors import DpglError
 
-__all__ = ["SCHEMA_VERSION", "BudgetExceededError", "Database", "ReportConflictError",
+__all__ = ["DEFAULT_LIFETIME", "SCHEMA_VERSION", "BudgetExceededError", "Database",
+           "NotFoundError", "NotMemberError", "ReportConflictError", "RoundClosedError",
            "ServiceError", "StoredReport"]
 
 
@@ -54,6 +55,22 @@ class ReportConflictError(ServiceError):
 
 class BudgetExceededError(ServiceError):
     """Opening the round would push an enrolled user over her lifetime budget."""
+
+
+class NotFoundError(ServiceError):
+    """An unknown round, or a round without a result yet."""
+
+
+class NotMemberError(ServiceError):
+    """A user who is not in the round's population."""
+
+
+class RoundClosedError(ServiceError):
+    """A report for a closed round, or after its deadline."""
+
+
+#: the lifetime epsilon per unit a new database starts with (``Database.set_lifetime``)
+DEFAULT_LIFETIME = {"edge-LDP": 8.0, "feature-LDP": 8.0, "label-LDP": 8.0}
 
 
 metadata = sa.MetaData()
@@ -98,10 +115,32 @@ reports = sa.Table(
     sa.Column("received_at", sa.Float, nullable=False),
 )
 
+#: a closed round's result: metrics, privacy report, estimator information (JSON)
+results = sa.Table(
+    "results", metadata,
+    sa.Column("round_id", sa.String(200), sa.ForeignKey("rounds.round_id"), primary_key=True),
+    sa.Column("result", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+#: the lifetime epsilon per unit of every enrolled user (the ledger's cap)
+lifetime_budget = sa.Table(
+    "lifetime_budget", metadata,
+    sa.Column("unit", sa.String(32), primary_key=True),
+    sa.Column("epsilon", sa.Float, nullable=False),
+)
+
+
+def _add_results_and_lifetime(conn: Connection) -> None:
+    metadata.create_all(conn, tables=[results, lifetime_budget])
+    conn.execute(sa.insert(lifetime_budget), [{"unit": u, "epsilon": e}
+                                              for u, e in DEFAULT_LIFETIME.items()])
+
+
 #: The steps from version i to i + 1, in order (step 0 creates the first schema).
 MIGRATIONS: list[Callable[[Connection], None]] = [
     lambda conn: metadata.create_all(conn, tables=[users, rounds, round_charges, members,
                                                    reports]),
+    _add_results_and_lifetime,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -219,12 +258,16 @@ class Database:
     # ------------------------------------------------------------------ rounds
     def open_round(self, round_id: str, spec: Mapping[str, Any], population: list[str],
                    charge: Mapping[str, tuple[float, float]],
-                   lifetime: Mapping[str, float], *, deadline: float | None = None) -> None:
+                   lifetime: Mapping[str, float] | None = None, *,
+                   deadline: float | None = None) -> None:
         """Open a round: every member of ``population`` must be enrolled, and each one's
         reserved epsilon plus ``charge`` (unit -> (epsilon, delta) per member, the
-        randomizer's guarantee) must stay within ``lifetime`` (unit -> epsilon; a unit with
-        no lifetime entry is refused). All or nothing, in one transaction."""
+        randomizer's guarantee) must stay within ``lifetime`` (unit -> epsilon; default: the
+        database's :meth:`lifetime`; a unit with no lifetime entry is refused). All or
+        nothing, in one transaction."""
         _check_id(round_id, "round id")
+        if lifetime is None:
+            lifetime = self.lifetime()
         pop = sorted(set(population))
         if not pop:
             raise ServiceError("a round needs a non-empty population")
@@ -269,7 +312,7 @@ class Database:
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(rounds).where(rounds.c.round_id == round_id)).first()
             if row is None:
-                raise ServiceError(f"unknown round {round_id!r}")
+                raise NotFoundError(f"unknown round {round_id!r}")
             charge = {u: {"epsilon": e, "delta": d} for u, e, d in conn.execute(
                 sa.select(round_charges.c.unit, round_charges.c.epsilon,
                           round_charges.c.delta).where(round_charges.c.round_id == round_id))}
@@ -282,7 +325,7 @@ class Database:
             n = conn.execute(sa.update(rounds).where(rounds.c.round_id == round_id)
                              .values(status="closed")).rowcount
             if n == 0:
-                raise ServiceError(f"unknown round {round_id!r}")
+                raise NotFoundError(f"unknown round {round_id!r}")
             return int(conn.execute(sa.select(sa.func.count()).select_from(reports)
                                     .where(reports.c.round_id == round_id)).scalar() or 0)
 
@@ -311,12 +354,12 @@ class Database:
             status = conn.execute(sa.select(rounds.c.status)
                                   .where(rounds.c.round_id == round_id)).scalar()
             if status is None:
-                raise ServiceError(f"unknown round {round_id!r}")
+                raise NotFoundError(f"unknown round {round_id!r}")
             member = conn.execute(sa.select(members.c.user_id).where(
                 (members.c.round_id == round_id) & (members.c.user_id == user_id))).first()
             if member is None:
-                raise ServiceError(f"user {user_id!r} is not in round {round_id!r}'s "
-                                   "population")
+                raise NotMemberError(f"user {user_id!r} is not in round {round_id!r}'s "
+                                     "population")
             stored = conn.execute(sa.select(reports.c.sha256).where(
                 (reports.c.round_id == round_id) & (reports.c.user_id == user_id))).scalar()
             if stored is not None:
@@ -325,7 +368,11 @@ class Database:
                 raise ReportConflictError(f"user {user_id!r} already reported in round "
                                      f"{round_id!r}; a second, different report is refused")
             if status != "open":
-                raise ServiceError(f"round {round_id!r} is {status}")
+                raise RoundClosedError(f"round {round_id!r} is {status}")
+            deadline = conn.execute(sa.select(rounds.c.deadline)
+                                    .where(rounds.c.round_id == round_id)).scalar()
+            if deadline is not None and self.clock() > deadline:
+                raise RoundClosedError(f"round {round_id!r}'s deadline has passed")
             conn.execute(sa.insert(reports).values(round_id=round_id, user_id=user_id,
                                                    payload=payload, sha256=digest,
                                                    received_at=self.clock()))
@@ -338,6 +385,75 @@ class Database:
                                 .order_by(reports.c.user_id))
             return [StoredReport(r.round_id, r.user_id, r.payload, r.received_at)
                     for r in rows]
+
+    def report_count(self, round_id: str) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(reports)
+                                    .where(reports.c.round_id == round_id)).scalar() or 0)
+
+    def received_times(self, round_id: str) -> list[float]:
+        """When each of a round's reports was stored (participation over time), sorted."""
+        with self.engine.connect() as conn:
+            return [float(t) for t in conn.execute(
+                sa.select(reports.c.received_at).where(reports.c.round_id == round_id)
+                .order_by(reports.c.received_at)).scalars()]
+
+    def list_rounds(self) -> list[dict[str, Any]]:
+        """Every round: id, status, created_at, deadline, population size, reports held."""
+        with self.engine.connect() as conn:
+            pop = dict(conn.execute(sa.select(members.c.round_id, sa.func.count())
+                                    .group_by(members.c.round_id)).all())
+            got = dict(conn.execute(sa.select(reports.c.round_id, sa.func.count())
+                                    .group_by(reports.c.round_id)).all())
+            done = set(conn.execute(sa.select(results.c.round_id)).scalars())
+            rows = conn.execute(sa.select(rounds.c.round_id, rounds.c.status,
+                                          rounds.c.created_at, rounds.c.deadline)
+                                .order_by(rounds.c.created_at)).all()
+        return [{"round_id": r.round_id, "status": r.status, "created_at": r.created_at,
+                 "deadline": r.deadline, "population": int(pop.get(r.round_id, 0)),
+                 "reports": int(got.get(r.round_id, 0)), "has_result": r.round_id in done}
+                for r in rows]
+
+    def budget_spent(self) -> dict[str, dict[str, float]]:
+        """Every enrolled user's reserved epsilon per unit (users in no round: empty)."""
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(sa.select(users.c.user_id)).scalars())
+            spent = self._spent(conn, ids) if ids else {}
+        return {u: spent.get(u, {}) for u in ids}
+
+    def lifetime(self) -> dict[str, float]:
+        """The lifetime epsilon per unit of every user (the ledger's cap)."""
+        with self.engine.connect() as conn:
+            return {u: float(e) for u, e in conn.execute(
+                sa.select(lifetime_budget.c.unit, lifetime_budget.c.epsilon))}
+
+    def set_lifetime(self, budgets: Mapping[str, float]) -> None:
+        """Set the lifetime epsilon of the given units. Lowering is always allowed; a cap
+        below what some user already holds makes every later round that charges her fail."""
+        for unit, eps in budgets.items():
+            if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
+                raise ServiceError(f"lifetime budget for {unit}: need 0 < epsilon < inf, "
+                                   f"got {eps!r}")
+        with self._write() as conn:
+            for unit, eps in budgets.items():
+                conn.execute(sa.delete(lifetime_budget).where(lifetime_budget.c.unit == unit))
+                conn.execute(sa.insert(lifetime_budget).values(unit=unit, epsilon=float(eps)))
+
+    def store_result(self, round_id: str, result: Mapping[str, Any]) -> None:
+        """Store (or replace) a closed round's result."""
+        text = json.dumps(dict(result), sort_keys=True, allow_nan=False)
+        with self._write() as conn:
+            conn.execute(sa.delete(results).where(results.c.round_id == round_id))
+            conn.execute(sa.insert(results).values(round_id=round_id, result=text,
+                                                   created_at=self.clock()))
+
+    def result(self, round_id: str) -> dict[str, Any]:
+        with self.engine.connect() as conn:
+            text = conn.execute(sa.select(results.c.result)
+                                .where(results.c.round_id == round_id)).scalar()
+        if text is None:
+            raise NotFoundError(f"round {round_id!r} has no result yet")
+        return dict(json.loads(text))
 
     def close(self) -> None:
         """Close every pooled connection."""
