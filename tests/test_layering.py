@@ -15,10 +15,12 @@ LAYERS: list[set[str]] = [
     {"mechanisms"},
     {"estimators"},
     {"transforms"},
+    {"collection"},
     {"central"},
     {"nn", "train"},
     {"methods"},
     {"audit", "experiments"},
+    {"client"},
     {"service"},
     {"cli"},
 ]

@@ -125,6 +125,8 @@ class TrainSpec(_Strict):
     its nodes are the population "0" .. "n-1"."""
 
     dataset: str
+    options: dict[str, Any] = Field(default_factory=dict, description="the dataset loader's "
+                                    "options (e.g. a synthetic graph's num_nodes)")
     model: Literal["gcn", "sage", "gat", "mlp"] = "gcn"
     epochs: int = Field(200, ge=1, le=100_000)
     seed: int = Field(0, ge=0)

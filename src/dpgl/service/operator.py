@@ -143,7 +143,7 @@ def _train(rnd: Round, inputs: dict[str, Any], data_dir: str | Path | None
     spec = rnd.spec
     ts = spec.train
     assert ts is not None
-    data = load_dataset(ts.dataset, data_dir)
+    data = load_dataset(ts.dataset, data_dir, **ts.options)
     n = int(data.num_nodes)
     if n != len(rnd):
         raise ConfigError(f"round {spec.round_id!r}: dataset {ts.dataset!r} has {n} nodes, "
