@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.dpgl-installed
 DPGL_DATA_DIR ?= $(abspath ../shared/datasets)
 export DPGL_DATA_DIR
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo collect-demo test test-slow lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(BIN)/dpgl demo --output demo-output
+
+# The collection service end to end: a local server, simulated devices, the result page.
+collect-demo: $(STAMP)
+	$(BIN)/dpgl collect demo --output collect-demo
 
 test: $(STAMP)
 	$(BIN)/ruff check --no-cache src tests

@@ -40,6 +40,8 @@ def _probe(*args: str, cwd: Path | None = None) -> tuple[int, list[str], str]:
     ("methods",),
     ("methods", "--task", "node"),
     ("datasets",),
+    ("collect", "--help"),
+    ("client", "submit", "--help"),
 ])
 def test_listings_import_nothing_heavy(args: tuple[str, ...]) -> None:
     code, heavy, err = _probe(*args)
@@ -58,6 +60,9 @@ def test_listings_import_nothing_heavy(args: tuple[str, ...]) -> None:
     (("train", "--dataset", "cora", "--method", "blink-hard", "--epsilon", "1",
       "-p", "degree_share=2"), "degree_share"),
     (("train", "--dataset", "mutag", "--method", "rr", "--epsilon", "1"), "--task graph"),
+    (("collect", "create", "no-such-round.yaml"), "not found"),
+    (("serve", "--db", "no/such/dir/c.db"), "does not exist"),
+    (("collect", "close", "r", "--db", "mysql://x"), "unsupported database URL"),
 ])
 def test_argument_errors_come_before_heavy_imports(args: tuple[str, ...], message: str
                                                    ) -> None:
@@ -72,6 +77,15 @@ def test_a_bad_grid_is_refused_before_heavy_imports(tmp_path: Path) -> None:
                     "    epsilons: [1.0]\n    params: {nope: 1}\nseeds: [0]\n")
     code, heavy, err = _probe("run", str(grid), "--store", str(tmp_path / "s.sqlite"))
     assert code == 2 and "nope" in err, err
+    assert heavy == []
+
+
+def test_a_bad_round_spec_is_refused_before_heavy_imports(tmp_path: Path) -> None:
+    spec = tmp_path / "round.yaml"
+    spec.write_text("round_id: r\npopulation: {size: 10}\n"
+                    "neighbors: {mechanism: nope, epsilon: 1}\n")
+    code, heavy, err = _probe("collect", "create", str(spec), "--db", str(tmp_path / "c.db"))
+    assert code == 2 and "neighbors.mechanism" in err, err
     assert heavy == []
 
 

@@ -317,7 +317,7 @@ class Database:
                 sa.select(round_charges.c.unit, round_charges.c.epsilon,
                           round_charges.c.delta).where(round_charges.c.round_id == round_id))}
         return {"round_id": row.round_id, "spec": json.loads(row.spec), "status": row.status,
-                "deadline": row.deadline, "charge": charge}
+                "created_at": row.created_at, "deadline": row.deadline, "charge": charge}
 
     def close_round(self, round_id: str) -> int:
         """Close a round (no more reports); returns how many reports it holds."""
