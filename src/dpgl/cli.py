@@ -702,7 +702,8 @@ def client_submit(
 
 # Each command's help is its docstring, whose first paragraph typer's rich mode prints with
 # the source line breaks in `dpgl --help`: give it that paragraph on one line.
-for _info in app.registered_commands:
+for _info in [*app.registered_commands, *collect.registered_commands,
+              *client.registered_commands]:
     if _info.help is None and _info.callback is not None:
         _first, *_rest = (inspect.getdoc(_info.callback) or "").split("\n\n")
         _info.help = "\n\n".join([" ".join(_first.split()), *_rest])

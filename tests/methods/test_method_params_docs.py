@@ -108,4 +108,5 @@ def test_help_shows_flags_without_a_metavar_and_help_on_one_line(
                    for line in out.splitlines() if line.startswith("│"))
     if not command:  # the command list: one line per command at 200 columns
         listed = [line for line in out.splitlines() if line.startswith("│ ")]
-        assert len(listed) == 1 + len(app.registered_commands)  # + --help
+        # + --help; the command groups (collect, client) are listed too
+        assert len(listed) == 1 + len(app.registered_commands) + len(app.registered_groups)
