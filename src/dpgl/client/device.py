@@ -13,6 +13,7 @@ never a fresh draw, so the server stores it once and the user spends once.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -86,9 +87,13 @@ class Device:
             return
         tmp = self.state_path.with_name(self.state_path.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(self._state), encoding="utf-8")
-            with open(tmp, "rb+") as f:
+            # readable by this user only: the state holds the bearer token
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(self._state))
+                f.flush()
                 os.fsync(f.fileno())
+            os.chmod(tmp, 0o600)  # a leftover .tmp file keeps its old mode under O_CREAT
             os.replace(tmp, self.state_path)
         except OSError as e:
             raise DeviceError(f"cannot write device state {str(self.state_path)!r}: "
@@ -159,8 +164,18 @@ class Device:
         r, _ = self._request("GET", f"/v1/rounds/{round_id}")
         if r.status_code != 200:
             raise DeviceError(f"round {round_id!r}: {self._message(r)}")
-        info = r.json()
-        return Round(parse_round_spec(info["spec"])), dict(info.get("charge") or {})
+        try:
+            info = r.json()
+            spec, charge = info["spec"], dict(info.get("charge") or {})
+            for c in charge.values():
+                # numbers only (a NaN would pass every comparison with the device's own)
+                if not all(type(c[k]) in (int, float) and math.isfinite(c[k]) and c[k] >= 0
+                           for k in ("epsilon", "delta")):
+                    raise ValueError
+        except (ValueError, TypeError, KeyError, AttributeError):
+            raise DeviceError(f"round {round_id!r}: the server's answer is not a published "
+                              "round (spec and per-unit charge as numbers)") from None
+        return Round(parse_round_spec(spec)), charge
 
     def prepare(self, round_id: str, private: PrivateData) -> str:
         """Draw this user's report for the round once (or return the one already drawn):

@@ -172,14 +172,16 @@ class NeighborItem(Item):
         self.spec, self.n = spec, int(num_users)
         mech, eps, share = spec.mechanism, spec.epsilon, spec.degree_share
         self._randomizer: Any
+        # secure (docs/secure-mode.md): real devices send these values, so the real-valued
+        # Laplace noise (LocalLap's bits, DPRR's degree) is drawn floating-point-safely
         if mech == "rr":
             self._randomizer = RR(eps)
         elif mech == "dprr":
-            self._randomizer = DPRR(eps, n_max=self.n, alpha=1.0 - share)
+            self._randomizer = DPRR(eps, n_max=self.n, alpha=1.0 - share, secure=True)
         elif mech.startswith("blink"):
             self._randomizer = BlinkClient(eps, share)
         else:
-            self._randomizer = LocalLap(eps, variant=mech, degree_share=share)
+            self._randomizer = LocalLap(eps, variant=mech, degree_share=share, secure=True)
         self.kind = ("rr" if mech == "rr" else "dprr" if mech == "dprr"
                      else "blink" if mech.startswith("blink") else "lap")
 
@@ -237,6 +239,10 @@ class NeighborItem(Item):
         values = np.frombuffer(raw, dtype="<f8").astype(np.float64)
         if not np.all(np.isfinite(values)):
             raise ReportError("values must be finite")
+        bound = self._randomizer.bits.bound
+        if np.any(np.abs(values) > bound):
+            raise ReportError(f"values must lie in the mechanism's public range [-{bound:g}, "
+                              f"{bound:g}]")
         if values[index] != 0.0:
             raise ReportError(f"values[{index}] (the user's own entry) must be 0")
         degree = _int(o["degree"], "degree", -MAX_ABS_DEGREE, MAX_ABS_DEGREE) \

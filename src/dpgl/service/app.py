@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from typing import Any
 
@@ -110,6 +111,12 @@ def _json(body: bytes) -> Any:
         raise HTTPError(400, "the request body is not valid JSON (UTF-8)") from None
 
 
+def _retry_after(wait: float) -> str:
+    """Retry-After in whole seconds, rounded up (RFC 9110: delay-seconds = 1*DIGIT; clients
+    such as urllib3 reject a fraction)."""
+    return str(max(1, math.ceil(wait)))
+
+
 def _bearer(request: Request) -> str:
     auth = request.headers.get("authorization", "")
     scheme, _, token = auth.partition(" ")
@@ -151,7 +158,7 @@ def create_app(db: Database, config: ServerConfig | None = None) -> FastAPI:
             raise HTTPError(400, 'enrolment needs exactly {"user_id": "..."}')
         wait = limiter.acquire("enroll:" + str(obj["user_id"])[:200])
         if wait:
-            raise HTTPError(429, "too many requests", {"Retry-After": f"{wait:.2f}"})
+            raise HTTPError(429, "too many requests", {"Retry-After": _retry_after(wait)})
         try:
             token = await run_in_threadpool(db.enroll, obj["user_id"])
         except ServiceError as e:
@@ -199,7 +206,7 @@ def create_app(db: Database, config: ServerConfig | None = None) -> FastAPI:
         wait = limiter.acquire(key)
         if wait:
             raise HTTPError(429, "too many requests for this token",
-                            {"Retry-After": f"{wait:.2f}"})
+                            {"Retry-After": _retry_after(wait)})
         try:
             rnd = await run_in_threadpool(published.get, round_id)
         except DpglError as e:
