@@ -16,7 +16,7 @@ import pytest
 
 from _collection import ROOMY, Recording, enroll, recording_client, serving, spec
 from dpgl.client import Device, DeviceError, PrivateData
-from dpgl.collection import ReportError, Round, canonical_json, user_rng
+from dpgl.collection import ReportError, Round, canonical_json, parse_round_spec, user_rng
 from dpgl.service.db import Database
 from dpgl.service.operator import open_round
 
@@ -267,3 +267,30 @@ def test_a_device_outside_the_population_sends_nothing(db, server, recorded) -> 
     with pytest.raises(ReportError, match="not in round"):
         dev.submit("r", PRIVATE)
     assert sent.posts() == [] and dev.spent == {}
+
+
+def test_refuses_a_round_past_its_deadline_before_drawing(db, server, recorded) -> None:
+    client, sent = recorded
+    _enrolled(db)
+    dev = Device(server.url, "alice", client=client, seed=0)
+    dev.enroll()
+    s = parse_round_spec({"round_id": "late", "population": {"users": USERS},
+                          "neighbors": RR, "deadline": "2000-01-01T00:00:00Z"})
+    open_round(db, s)
+    with pytest.raises(DeviceError, match="deadline has passed"):
+        dev.submit("late", PRIVATE)
+    assert dev.spent == {} and sent.posts() == []
+
+
+def test_a_rate_limited_device_waits_as_told(db, monkeypatch) -> None:
+    """A 429's Retry-After is honoured (not just the device's own back-off)."""
+    import dpgl.client.device as device_mod
+    slept: list[float] = []
+    monkeypatch.setattr(device_mod.time, "sleep", slept.append)
+    calls = iter([httpx.Response(429, headers={"Retry-After": "3"}, json={"error": "slow"}),
+                  httpx.Response(201, json={"token": "t"})])
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: next(calls)))
+    dev = Device("http://server.invalid", "alice", client=client, backoff=0.01)
+    dev.enroll()
+    assert dev.token == "t" and slept == [3.0]
+    assert device_mod._retry_after("a date") == 0.0 and device_mod._retry_after("1e9") == 60.0

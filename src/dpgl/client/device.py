@@ -35,6 +35,14 @@ DEFAULT_LIFETIME = 8.0
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
+def _retry_after(value: str | None) -> float:
+    """Seconds a ``Retry-After`` header asks for (at most 60; 0 when absent or a date)."""
+    try:
+        return min(max(float(value), 0.0), 60.0) if value is not None else 0.0
+    except ValueError:
+        return 0.0
+
+
 class DeviceError(DpglError):
     """A round the device refuses, or a server answer it cannot accept."""
 
@@ -117,6 +125,7 @@ class Device:
     def _request(self, method: str, path: str, **kw: Any) -> Any:
         import httpx
         last = ""
+        wait = 0.0
         for attempt in range(self.retries + 1):
             try:
                 r = self.http.request(method, self.server + path, **kw)
@@ -126,8 +135,10 @@ class Device:
                 if r.status_code not in RETRY_STATUS:
                     return r, attempt + 1
                 last = f"HTTP {r.status_code}"
+                wait = _retry_after(r.headers.get("retry-after"))
             if attempt < self.retries:
-                time.sleep(min(self.backoff * 2**attempt, 5.0))
+                time.sleep(max(min(self.backoff * 2**attempt, 5.0), wait))
+                wait = 0.0
         raise DeviceError(f"{method} {path}: no answer after {self.retries + 1} attempts "
                           f"({last})")
 
@@ -192,6 +203,9 @@ class Device:
             raise DeviceError(f"the server published round {rnd.spec.round_id!r} for "
                               f"{round_id!r}")
         index = rnd.index_of(self.user_id)
+        deadline = rnd.spec.deadline_ts()
+        if deadline is not None and time.time() > deadline:
+            raise DeviceError(f"round {round_id!r}'s deadline has passed: nothing drawn")
         own = rnd.charge()
         for unit, (eps, delta) in own.items():
             declared = published.get(unit)
