@@ -136,3 +136,54 @@ def test_bad_ids_are_refused(tmp_path, bad) -> None:
 def test_bad_urls_are_one_line_errors() -> None:
     with pytest.raises(ServiceError, match="database URL"):
         Database("nosuchdb://x")
+
+
+def test_enroll_many_is_bulk_enroll_all_or_nothing(open_db, db_url: str) -> None:
+    db = open_db()
+    ids = [f"b{i}" for i in range(25_000)]          # more than one insert batch
+    tokens = db.enroll_many(ids)
+    assert len(tokens) == len(ids) and len(set(tokens)) == len(ids)
+    assert db.authenticate("b0", tokens[0]) and db.authenticate("b24999", tokens[-1])
+    assert not db.authenticate("b1", tokens[0])
+    with db.engine.connect() as conn:
+        stored = set(conn.execute(sa.text("SELECT token_sha256 FROM users")).scalars())
+        count = conn.execute(sa.text("SELECT count(*) FROM users")).scalar()
+    assert count == len(ids) and tokens[0] not in stored           # hashed, as enroll
+    with pytest.raises(ServiceError, match="already enrolled"):
+        db.enroll_many(["new1", "b7"])                             # one clash refuses all
+    with pytest.raises(ServiceError, match="not unique"):
+        db.enroll_many(["new2", "new2"])
+    with pytest.raises(ServiceError, match="printable string"):
+        db.enroll_many(["new3", ""])
+    assert not db.authenticate("new1", "x")
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM users")).scalar() == len(ids)
+    assert db.enroll_many([]) == []
+    assert db.enroll("new1")                                        # ids stayed free
+
+
+def test_large_populations_are_checked_in_chunks(open_db, db_url: str, monkeypatch) -> None:
+    """Opening a round looks its members up in chunks (PostgreSQL caps a statement at 65535
+    parameters); with tiny chunks the ledger still sees every member."""
+    import dpgl.service.db as dbmod
+    monkeypatch.setattr(dbmod, "_IN_CHUNK", 3)
+    db = open_db()
+    ids = [f"c{i}" for i in range(11)]
+    db.enroll_many(ids)
+    db.open_round("a", {}, ids[:10], {EDGE: (3.0, 0.0)}, {EDGE: 4.0})
+    assert db.spent("c9") == {EDGE: 3.0} and db.spent("c10") == {}
+    with pytest.raises(BudgetExceededError, match="push 1 user"):
+        db.open_round("b", {}, ids[9:], {EDGE: (3.0, 0.0)}, {EDGE: 4.0})
+    with pytest.raises(ServiceError, match="1 member"):
+        db.open_round("c", {}, [*ids, "ghost"], {EDGE: (0.5, 0.0)}, {EDGE: 4.0})
+    assert sorted(db.budget_spent()) == sorted(ids)
+
+
+@pytest.mark.slow
+def test_a_round_of_70000_members_opens(open_db, db_url: str) -> None:
+    """More members than one PostgreSQL statement can bind (65535): the round opens."""
+    db = open_db()
+    ids = [str(i) for i in range(70_000)]
+    db.enroll_many(ids)
+    db.open_round("big", {}, ids, {EDGE: (1.0, 0.0)}, {EDGE: 4.0})
+    assert db.spent("69999") == {EDGE: 1.0}

@@ -322,8 +322,11 @@ class FeatureItem(Item):
         if len(idx) != m or len(signs) != m:
             raise ReportError(f"features: the encoder samples exactly {m} of {d} dimensions; "
                               f"got {len(idx)} indices and {len(signs)} signs")
+        # the range in Python first: an index beyond int64 must not reach numpy
+        if min(idx) < 0 or max(idx) >= d:
+            raise ReportError(f"features.indices must be strictly increasing in [0, {d - 1}]")
         arr = np.asarray(idx, dtype=np.int64)
-        if arr.min() < 0 or arr.max() >= d or np.any(np.diff(arr) <= 0):
+        if np.any(np.diff(arr) <= 0):
             raise ReportError(f"features.indices must be strictly increasing in [0, {d - 1}]")
         if any(s not in (-1, 1) for s in signs):
             raise ReportError("features.signs must be -1 or +1")

@@ -71,16 +71,25 @@ class _Rounds:
         self.db = db
         self._cache: dict[str, Round] = {}
         self._lock = threading.Lock()
+        self._build = threading.Lock()
 
     def get(self, round_id: str) -> Round:
         with self._lock:
             found = self._cache.get(round_id)
         if found is not None:
             return found
-        spec = parse_round_spec(self.db.round(round_id)["spec"])
-        rnd = Round(spec)
-        with self._lock:
-            self._cache[round_id] = rnd
+        # one thread builds a round (its population index, its randomizers); the requests
+        # that arrive meanwhile wait for it instead of each building its own copy
+        with self._build:
+            with self._lock:
+                found = self._cache.get(round_id)
+            if found is not None:
+                return found
+            spec = parse_round_spec(self.db.round(round_id)["spec"])
+            rnd = Round(spec)
+            rnd.index_of(rnd.users[0])  # build the index before it is shared
+            with self._lock:
+                self._cache[round_id] = rnd
         return rnd
 
 
@@ -115,6 +124,20 @@ def _retry_after(wait: float) -> str:
     """Retry-After in whole seconds, rounded up (RFC 9110: delay-seconds = 1*DIGIT; clients
     such as urllib3 reject a fraction)."""
     return str(max(1, math.ceil(wait)))
+
+
+def _valid_id(value: object) -> bool:
+    """Whether ``value`` can be a user or round id (what enrolment and opening a round
+    accept: 1 to 200 printable characters, so no NUL and no lone surrogate, which the
+    database drivers cannot bind)."""
+    return isinstance(value, str) and 0 < len(value) <= 200 and value.isprintable()
+
+
+def _round_id(round_id: str) -> str:
+    """A round id from the path; one that no round can have is 404 before the database."""
+    if not _valid_id(round_id):
+        raise HTTPError(404, f"unknown round {round_id[:200]!r}")
+    return round_id
 
 
 def _bearer(request: Request) -> str:
@@ -172,18 +195,18 @@ def create_app(db: Database, config: ServerConfig | None = None) -> FastAPI:
 
     @app.get("/v1/rounds/{round_id}")
     def get_round(round_id: str) -> dict[str, Any]:
-        out = db.round(round_id)
+        out = db.round(_round_id(round_id))
         out["reports"] = db.report_count(round_id)
         return out
 
     @app.get("/v1/rounds/{round_id}/result")
     def get_result(round_id: str) -> dict[str, Any]:
-        db.round(round_id)  # 404 for an unknown round
+        db.round(_round_id(round_id))  # 404 for an unknown round
         return db.result(round_id)
 
     @app.get("/v1/rounds/{round_id}/participation")
     def participation(round_id: str) -> dict[str, Any]:
-        info = db.round(round_id)
+        info = db.round(_round_id(round_id))
         return {"round_id": round_id, "received_at": db.received_times(round_id),
                 "created_at": info.get("created_at"),
                 "population": len(published.get(round_id))}
@@ -207,6 +230,7 @@ def create_app(db: Database, config: ServerConfig | None = None) -> FastAPI:
         if wait:
             raise HTTPError(429, "too many requests for this token",
                             {"Retry-After": _retry_after(wait)})
+        _round_id(round_id)
         try:
             rnd = await run_in_threadpool(published.get, round_id)
         except DpglError as e:
@@ -216,8 +240,8 @@ def create_app(db: Database, config: ServerConfig | None = None) -> FastAPI:
         if not isinstance(obj, dict) or set(obj) != {"user_id", "report"}:
             raise HTTPError(400, 'a submission is {"user_id": "...", "report": {...}}')
         user_id = obj["user_id"]
-        if not isinstance(user_id, str):
-            raise HTTPError(400, "user_id must be a string")
+        if not _valid_id(user_id):
+            raise HTTPError(400, "user_id must be a string of 1 to 200 printable characters")
         ok = await run_in_threadpool(db.authenticate, user_id, token)
         if not ok:
             raise HTTPError(401, "the token is not this user's")

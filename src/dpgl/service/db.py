@@ -157,6 +157,16 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: ids per ``IN (...)`` list: PostgreSQL's protocol caps a statement at 65535 parameters
+_IN_CHUNK = 20_000
+
+
+def _chunks(values: list[str]) -> Iterator[list[str]]:
+    size = _IN_CHUNK
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
 def _check_id(value: object, what: str) -> str:
     if not isinstance(value, str) or not value or len(value) > 200 or not value.isprintable():
         raise ServiceError(f"{what} must be a printable string of 1 to 200 characters, "
@@ -231,6 +241,28 @@ class Database:
             raise ServiceError(f"user {user_id!r} is already enrolled") from None
         return token
 
+    def enroll_many(self, user_ids: list[str]) -> list[str]:
+        """Enrol many users at once (the operator's bulk enrolment): their tokens, in order,
+        hashed as :meth:`enroll` stores them; all or nothing, in one transaction (a
+        duplicate id in ``user_ids`` or an id already enrolled refuses the lot)."""
+        ids = [_check_id(u, "user id") for u in user_ids]
+        if len(set(ids)) != len(ids):
+            raise ServiceError("enroll_many: the user ids are not unique")
+        tokens = [secrets.token_urlsafe(32) for _ in ids]
+        now = self.clock()
+        rows = [{"user_id": u, "token_sha256": _sha256(t), "enrolled_at": now}
+                for u, t in zip(ids, tokens, strict=True)]
+        if not rows:
+            return []
+        try:
+            with self._write() as conn:
+                for start in range(0, len(rows), 10_000):
+                    conn.execute(sa.insert(users), rows[start:start + 10_000])
+        except sa.exc.IntegrityError:
+            raise ServiceError("enroll_many: some of the users are already enrolled; "
+                               "nobody was enrolled") from None
+        return tokens
+
     def authenticate(self, user_id: str, token: str) -> bool:
         """Whether ``token`` is ``user_id``'s (constant-time comparison of hashes)."""
         with self.engine.connect() as conn:
@@ -245,14 +277,15 @@ class Database:
 
     @staticmethod
     def _spent(conn: Connection, user_ids: list[str]) -> dict[str, dict[str, float]]:
-        q = (sa.select(members.c.user_id, round_charges.c.unit,
-                       sa.func.sum(round_charges.c.epsilon))
-             .join(round_charges, round_charges.c.round_id == members.c.round_id)
-             .where(members.c.user_id.in_(user_ids))
-             .group_by(members.c.user_id, round_charges.c.unit))
         out: dict[str, dict[str, float]] = {}
-        for uid, unit, eps in conn.execute(q):
-            out.setdefault(uid, {})[unit] = float(eps)
+        for chunk in _chunks(user_ids):
+            q = (sa.select(members.c.user_id, round_charges.c.unit,
+                           sa.func.sum(round_charges.c.epsilon))
+                 .join(round_charges, round_charges.c.round_id == members.c.round_id)
+                 .where(members.c.user_id.in_(chunk))
+                 .group_by(members.c.user_id, round_charges.c.unit))
+            for uid, unit, eps in conn.execute(q):
+                out.setdefault(uid, {})[unit] = float(eps)
         return out
 
     # ------------------------------------------------------------------ rounds
@@ -279,9 +312,11 @@ class Database:
                 raise ServiceError(f"no lifetime budget is set for {unit}")
         text = json.dumps(dict(spec), sort_keys=True)
         with self._write() as conn:
-            found = set(conn.execute(sa.select(users.c.user_id)
-                                     .where(users.c.user_id.in_(pop))
-                                     .with_for_update()).scalars())
+            found: set[str] = set()
+            for chunk in _chunks(pop):  # a statement holds at most 65535 parameters (libpq)
+                found.update(conn.execute(sa.select(users.c.user_id)
+                                          .where(users.c.user_id.in_(chunk))
+                                          .with_for_update()).scalars())
             missing = [u for u in pop if u not in found]
             if missing:
                 raise ServiceError(f"{len(missing)} member(s) are not enrolled, e.g. "
