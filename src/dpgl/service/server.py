@@ -15,9 +15,13 @@ __all__ = ["ServerThread", "serve"]
 
 
 def _config(app: Any, **kw: Any) -> Any:
+    """uvicorn's configuration. ``log_config=None``: uvicorn installs no log handlers of its
+    own (they would hold on to whatever ``sys.stderr`` was when the server started, e.g. a
+    test's captured stream); its warnings and errors reach stderr through logging's last
+    resort handler, which writes to the current ``sys.stderr``."""
     import uvicorn
     return uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                          timeout_keep_alive=30, **kw)
+                          timeout_keep_alive=30, log_config=None, **kw)
 
 
 def serve(db_url: str, *, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
