@@ -61,6 +61,7 @@ def test_listings_import_nothing_heavy(args: tuple[str, ...]) -> None:
       "-p", "degree_share=2"), "degree_share"),
     (("train", "--dataset", "mutag", "--method", "rr", "--epsilon", "1"), "--task graph"),
     (("collect", "create", "no-such-round.yaml"), "not found"),
+    (("run", "grid.yaml", "--executor", "nope"), "unknown executor 'nope'"),
     (("serve", "--db", "no/such/dir/c.db"), "does not exist"),
     (("collect", "close", "r", "--db", "mysql://x"), "unsupported database URL"),
 ])

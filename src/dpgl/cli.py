@@ -372,11 +372,21 @@ def run(
         Path | None, typer.Option("--report", help="Write tables and plots here when done.")
     ] = None,
     device: DeviceOption = "cpu",
+    executor: Annotated[str, typer.Option(
+        help="Where runs execute: local (here, one after another) or process (a pool of "
+             "worker processes; this process alone writes the store).")] = "local",
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Worker processes for --executor process (default: the CPU count).")
+    ] = None,
 ) -> None:
     """Run a grid; finished runs are stored and skipped when the grid is run again."""
+    import functools
+
     from dpgl.device import check_device, resolve_device
+    from dpgl.experiments.executors import check_executor, make_executor
 
     device = check_device(device)  # before the heavy imports
+    check_executor(executor)
     from dpgl.experiments.execute import execute_run, validate_config
     from dpgl.experiments.grid import load_grid
     from dpgl.methods import get_method
@@ -397,9 +407,10 @@ def run(
         outcome = run_grid(
             configs,
             st,
-            lambda c: execute_run(c, data_dir=data_dir, download=download, device=dev),
+            functools.partial(execute_run, data_dir=data_dir, download=download, device=dev),
             progress=not quiet,
             grid_name=spec.name,
+            executor=make_executor(executor, workers),
         )
         err.print(outcome.summary())
         if report_dir is not None:

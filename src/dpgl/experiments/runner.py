@@ -153,7 +153,8 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
              progress: bool = True, fail_fast: bool = False,
              on_result: Callable[[RunConfig, RunResult], Any] | None = None,
              is_private: Callable[[str], bool] | None = None,
-             grid_name: str | None = None, console: Any = None) -> GridOutcome:
+             grid_name: str | None = None, console: Any = None,
+             executor: Any = None) -> GridOutcome:
     """Run every configuration of ``grid`` not yet in ``store`` and store each result.
 
     ``run_fn(config) -> RunResult`` executes one run (the CLI passes
@@ -161,8 +162,10 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
     ``grid`` is a :class:`GridSpec` (expanded with ``is_private``) or a list of configs.
     ``progress=False`` is quiet mode (no bar; failures still go to stderr as one line).
     ``on_result(config, result)`` is called after each run is stored. ``grid_name`` (default:
-    the GridSpec's name) is written to the store's ``grid`` column. See the module docstring
-    for failure and interruption behaviour.
+    the GridSpec's name) is written to the store's ``grid`` column. ``executor``: None runs
+    here, one run after another; a :class:`dpgl.experiments.executors.ProcessExecutor` runs
+    them in worker processes (``run_fn`` must be picklable) while this process alone writes
+    the store. See the module docstring for failure and interruption behaviour.
     """
     name: str | None
     if isinstance(grid, GridSpec):
@@ -187,7 +190,42 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
     display = _Display(progress, console)
     display.start(f"grid {name or '(unnamed)'}: {outcome.total} runs, "
                   f"{outcome.skipped_existing} already stored, {len(todo)} to run", len(todo))
+    def store_result(cfg: RunConfig, result: Any, wall: float | None) -> None:
+        if not isinstance(result, RunResult):
+            result = RunResult.parse(result, "run result")
+        if "total" not in result.timing and wall is not None:
+            result = result.model_copy(update={"timing": {**result.timing, "total": wall}})
+        with _sigint_deferred():
+            inserted = store.put(cfg, result, grid=name)
+            if inserted:
+                outcome.ran += 1
+            else:  # another process sharing the store finished it first
+                outcome.skipped_existing += 1
+        display.advance()
+        if inserted and on_result is not None:
+            on_result(cfg, result)
+
+    def failed(cfg: RunConfig, error: str, tb: str) -> None:
+        outcome.failed += 1
+        outcome.failures.append(RunFailure(cfg, error, tb))
+        display.message(f"failed: {cfg.label()}: {error}")
+        display.advance()
+
     try:
+        if executor is not None:
+            pending = [c for k, c in todo if not store.has(k)]
+            outcome.skipped_existing += len(todo) - len(pending)
+            for _ in range(len(todo) - len(pending)):
+                display.advance()
+            for done_run in executor.map_unordered(run_fn, pending):
+                cfg = pending[done_run.index]
+                if done_run.error is not None:
+                    failed(cfg, done_run.error, done_run.traceback)
+                    if fail_fast:
+                        raise RuntimeError(f"{cfg.label()}: {done_run.error}")
+                    continue
+                store_result(cfg, done_run.result, None)
+            todo = []
         for key, cfg in todo:
             if store.has(key):  # stored meanwhile by another process sharing the file
                 outcome.skipped_existing += 1
