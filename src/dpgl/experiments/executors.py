@@ -9,6 +9,7 @@ configuration, so the stored rows, hence the tables, do not depend on the execut
 from __future__ import annotations
 
 import os
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,13 +32,14 @@ def check_executor(name: str) -> str:
 
 @dataclass(frozen=True)
 class Completed:
-    """One finished run: its position in the submitted list, and its result or its error
-    (one line, plus the worker's traceback)."""
+    """One finished run: its position in the submitted list, its result or its error (one
+    line, plus the worker's traceback), and its wall time in the worker."""
 
     index: int
     result: Any = None
     error: str | None = None
     traceback: str = ""
+    seconds: float = 0.0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -45,12 +47,14 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _call(fn: Callable[[Any], Any], item: Any) -> tuple[Any, str | None, str]:
-    """Run ``fn(item)`` in a worker; errors come back as text (they may not pickle)."""
+def _call(fn: Callable[[Any], Any], item: Any) -> tuple[Any, str | None, str, float]:
+    """Run ``fn(item)`` in a worker, timed; errors come back as text (they may not
+    pickle)."""
+    t0 = time.perf_counter()
     try:
-        return fn(item), None, ""
+        return fn(item), None, "", time.perf_counter() - t0
     except Exception as exc:
-        return None, _one_line(exc), traceback.format_exc()
+        return None, _one_line(exc), traceback.format_exc(), time.perf_counter() - t0
 
 
 class ProcessExecutor:
@@ -81,12 +85,12 @@ class ProcessExecutor:
             for fut in as_completed(futures):
                 i = futures[fut]
                 try:
-                    result, error, tb = fut.result()
+                    result, error, tb, seconds = fut.result()
                 except BrokenProcessPool:
                     yield Completed(i, error="worker process died (killed or out of memory); "
                                     "the run is not stored and runs again on resume")
                     continue
-                yield Completed(i, result, error, tb)
+                yield Completed(i, result, error, tb, seconds)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 

@@ -149,6 +149,19 @@ class _Display:
         self._stack.close()
 
 
+@dataclass(frozen=True)
+class _CheckedRun:
+    """``run_fn`` whose result is parsed as a :class:`RunResult` where it runs (a malformed
+    result is that run's failure); picklable when ``run_fn`` is, for worker processes."""
+
+    run_fn: RunFn
+
+    def __call__(self, cfg: RunConfig) -> RunResult:
+        result = self.run_fn(cfg)
+        return result if isinstance(result, RunResult) else \
+            RunResult.parse(result, "run result")
+
+
 def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunFn, *,
              progress: bool = True, fail_fast: bool = False,
              on_result: Callable[[RunConfig, RunResult], Any] | None = None,
@@ -190,10 +203,10 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
     display = _Display(progress, console)
     display.start(f"grid {name or '(unnamed)'}: {outcome.total} runs, "
                   f"{outcome.skipped_existing} already stored, {len(todo)} to run", len(todo))
-    def store_result(cfg: RunConfig, result: Any, wall: float | None) -> None:
-        if not isinstance(result, RunResult):
-            result = RunResult.parse(result, "run result")
-        if "total" not in result.timing and wall is not None:
+
+    def store_result(cfg: RunConfig, result: Any, wall: float) -> None:
+        """Store one finished run (its wall time as ``total`` unless it timed itself)."""
+        if "total" not in result.timing:
             result = result.model_copy(update={"timing": {**result.timing, "total": wall}})
         with _sigint_deferred():
             inserted = store.put(cfg, result, grid=name)
@@ -211,20 +224,21 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
         display.message(f"failed: {cfg.label()}: {error}")
         display.advance()
 
+    checked = _CheckedRun(run_fn)
     try:
         if executor is not None:
             pending = [c for k, c in todo if not store.has(k)]
             outcome.skipped_existing += len(todo) - len(pending)
             for _ in range(len(todo) - len(pending)):
                 display.advance()
-            for done_run in executor.map_unordered(run_fn, pending):
+            for done_run in executor.map_unordered(checked, pending):
                 cfg = pending[done_run.index]
                 if done_run.error is not None:
                     failed(cfg, done_run.error, done_run.traceback)
                     if fail_fast:
                         raise RuntimeError(f"{cfg.label()}: {done_run.error}")
                     continue
-                store_result(cfg, done_run.result, None)
+                store_result(cfg, done_run.result, done_run.seconds)
             todo = []
         for key, cfg in todo:
             if store.has(key):  # stored meanwhile by another process sharing the file
@@ -233,30 +247,13 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
                 continue
             t0 = time.perf_counter()
             try:
-                result = run_fn(cfg)
-                if not isinstance(result, RunResult):
-                    result = RunResult.parse(result, "run result")
+                result = checked(cfg)
             except Exception as exc:
-                failure = RunFailure(cfg, _one_line(exc), traceback.format_exc())
-                outcome.failed += 1
-                outcome.failures.append(failure)
-                display.message(f"failed: {cfg.label()}: {failure.error}")
-                display.advance()
+                failed(cfg, _one_line(exc), traceback.format_exc())
                 if fail_fast:
                     raise
                 continue
-            wall = time.perf_counter() - t0
-            if "total" not in result.timing:
-                result = result.model_copy(update={"timing": {**result.timing, "total": wall}})
-            with _sigint_deferred():
-                inserted = store.put(cfg, result, grid=name)
-                if inserted:
-                    outcome.ran += 1
-                else:  # another process sharing the store finished it first
-                    outcome.skipped_existing += 1
-            display.advance()
-            if inserted and on_result is not None:
-                on_result(cfg, result)
+            store_result(cfg, result, time.perf_counter() - t0)
     except KeyboardInterrupt:
         outcome.interrupted = True
         outcome.seconds = time.perf_counter() - start
