@@ -1,23 +1,27 @@
 """Helpers shared by the collection service's reliability benchmarks (collection_load.py,
 collection_faults.py, collection_fuzz.py; issue #14): synthetic private data, precomputed
 device reports, the operator's set-up of a database, a peak-RSS sampler, the check that a
-database holds exactly the acknowledged reports, and the machine notes of a results page."""
+database holds exactly the acknowledged reports, the machine notes of a results page, and the
+loop that runs a benchmark on each database and records its results."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
+import json
 import os
 import platform
 import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _common import command_line
 
 from dpgl.collection.items import user_rng
 from dpgl.collection.round import PrivateData, Round, canonical_json
@@ -217,3 +221,43 @@ def pg_server_version(url: str) -> str:
 
 def stamp() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+def run_backends(ap: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str] | None,
+                 *, script: str, stem: str,
+                 run_backend: Callable[[str, argparse.Namespace], dict[str, Any]],
+                 render: Callable[[dict[str, Any]], str],
+                 extra: dict[str, Any] | None = None) -> int:
+    """Run ``run_backend`` on each database of ``args.backends`` (PostgreSQL is left out,
+    with its reason, when its binaries are missing) and, unless ``args.no_write``, record
+    every result with its command, time and machine notes in ``args.out / stem.json`` and
+    the page ``render`` makes of them in ``stem.md``. Returns 1 when a run is not ok."""
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    for b in backends:
+        if b not in BACKENDS:
+            ap.error(f"unknown backend {b!r} (choose from {', '.join(BACKENDS)})")
+    if "postgresql" in backends:
+        from dpgl.service.pgtemp import postgres_unavailable
+        reason = postgres_unavailable()
+        if reason:
+            print(f"skipping postgresql: {reason}", file=sys.stderr)
+            backends.remove("postgresql")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    cmd = command_line(script, argv)
+    path = args.out / f"{stem}.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    status = 0
+    for b in backends:
+        res = run_backend(b, args)
+        res.update(command=cmd, when=stamp(), notes=machine_notes(res.get("pg_version")),
+                   **(extra or {}))
+        data[b] = res
+        status |= 0 if res.get("ok", True) else 1
+        if not args.no_write:
+            args.out.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+            (args.out / f"{stem}.md").write_text(render(data))
+    return status

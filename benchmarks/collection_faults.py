@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import tempfile
 import threading
@@ -41,18 +40,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import command_line
 
 from _collection import (
     Submission,
     check_exactly,
-    machine_notes,
     pg_server_version,
     precompute,
     private_data,
+    run_backends,
     setup_database,
     sha256_text,
-    stamp,
 )
 from dpgl.collection.round import Round, canonical_json
 from dpgl.collection.spec import RoundSpec
@@ -456,29 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    if "postgresql" in backends:
-        from dpgl.service.pgtemp import postgres_unavailable
-        reason = postgres_unavailable()
-        if reason:
-            print(f"skipping postgresql: {reason}")
-            backends.remove("postgresql")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    cmd = command_line("collection_faults.py", argv)
-    path = args.out / "faults.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    status = 0
-    for b in backends:
-        res = run_backend(b, args)
-        res.update(command=cmd, when=stamp(), notes=machine_notes(res.get("pg_version")),
-                   uptime=[args.uptime_min, args.uptime_max], downtime=args.downtime)
-        data[b] = res
-        status |= 0 if res["ok"] else 1
-        if not args.no_write:
-            args.out.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-            (args.out / "faults.md").write_text(render(data))
-    return status
+    return run_backends(ap, args, argv, script="collection_faults.py", stem="faults",
+                        run_backend=run_backend, render=render,
+                        extra={"uptime": [args.uptime_min, args.uptime_max],
+                               "downtime": args.downtime})
 
 
 if __name__ == "__main__":

@@ -20,17 +20,13 @@ rate limit is raised (``--rate``) so that refusals are the validators', not the 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from _common import command_line
-
-from _collection import machine_notes, pg_server_version, stamp
+from _collection import pg_server_version, run_backends
 
 OUT = Path(__file__).resolve().parent.parent / "results" / "collection"
 
@@ -253,28 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    if "postgresql" in backends:
-        from dpgl.service.pgtemp import postgres_unavailable
-        reason = postgres_unavailable()
-        if reason:
-            print(f"skipping postgresql: {reason}")
-            backends.remove("postgresql")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    cmd = command_line("collection_fuzz.py", argv)
-    path = args.out / "fuzz.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    status = 0
-    for b in backends:
-        res = run_backend(b, args)
-        res.update(command=cmd, when=stamp(), notes=machine_notes(res.get("pg_version")))
-        data[b] = res
-        status |= 0 if res["ok"] else 1
-        if not args.no_write:
-            args.out.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-            (args.out / "fuzz.md").write_text(render(data))
-    return status
+    return run_backends(ap, args, argv, script="collection_fuzz.py", stem="fuzz",
+                        run_backend=run_backend, render=render)
 
 
 if __name__ == "__main__":

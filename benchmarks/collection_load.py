@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import resource
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -38,18 +36,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import command_line
 
 from _collection import (
     RssSampler,
     Submission,
     check_exactly,
     db_size,
-    machine_notes,
     pg_server_version,
     precompute,
+    run_backends,
     setup_database,
-    stamp,
 )
 from dpgl.collection.spec import RoundSpec
 from dpgl.service.process import ServerProcess
@@ -362,32 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
-    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    for b in backends:
-        if b not in ("sqlite", "postgresql"):
-            ap.error(f"unknown backend {b!r}")
-    if "postgresql" in backends:
-        from dpgl.service.pgtemp import postgres_unavailable
-        reason = postgres_unavailable()
-        if reason:
-            print(f"skipping postgresql: {reason}", file=sys.stderr)
-            backends.remove("postgresql")
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    cmd = command_line("collection_load.py", argv)
-    path = args.out / "load.json"
-    data = json.loads(path.read_text()) if path.exists() else {}
-    for b in backends:
-        res = run_backend(b, args)
-        res.update(command=cmd, when=stamp(), epsilon=args.epsilon, dim=args.dim,
-                   warmup=args.warmup,
-                   concurrency=args.concurrency,
-                   notes=machine_notes(res.get("pg_version")))
-        data[b] = res
-        if not args.no_write:
-            args.out.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-            (args.out / "load.md").write_text(render(data))
-    return 0
+    return run_backends(ap, args, argv, script="collection_load.py", stem="load",
+                        run_backend=run_backend, render=render,
+                        extra={"epsilon": args.epsilon, "dim": args.dim,
+                               "warmup": args.warmup, "concurrency": args.concurrency})
 
 
 if __name__ == "__main__":
