@@ -108,6 +108,10 @@ class Item(ABC):
         """What one report costs its user: the randomizer's guarantee."""
         return self.randomizer.guarantee
 
+    def parts(self) -> dict[str, Guarantee]:
+        """The named parts one report composes, as the randomizer states them."""
+        return self.randomizer.parts()
+
     @property
     def unit(self) -> Unit:
         return self.guarantee.unit
@@ -191,9 +195,14 @@ class NeighborItem(Item):
 
     @property
     def guarantee(self) -> Guarantee:
-        if self.kind == "dprr":
+        if self.kind == "dprr":  # DPRR's Eq. 8 split depends on the population size
             return self._randomizer.guarantee_for(self.n)
         return self._randomizer.guarantee
+
+    def parts(self) -> dict[str, Guarantee]:
+        if self.kind == "dprr":
+            return self._randomizer.parts(self.n)
+        return self._randomizer.parts()
 
     def report(self, private: Any, index: int, rng: np.random.Generator) -> Any:
         return self._randomizer.report(private, self.n, index, rng)

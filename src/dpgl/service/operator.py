@@ -110,9 +110,7 @@ def _privacy(rnd: Round) -> tuple[Any, dict[str, dict[str, float]]]:
     from dpgl.privacy import Accountant, Unit
     acc = Accountant()
     for item in rnd.items.values():
-        parts = item.randomizer.parts(len(rnd)) if item.key == "neighbors" and \
-            item.kind == "dprr" else item.randomizer.parts()
-        for name, g in parts.items():
+        for name, g in item.parts().items():
             acc.spend(f"{item.key}: {name}", g, mechanism=repr(item.randomizer))
     public = {"neighbors": (Unit.EDGE_LDP, "graph"), "features": (Unit.FEATURE_LDP,
               "node features"), "labels": (Unit.LABEL_LDP, "training labels")}
@@ -135,6 +133,7 @@ def _train(rnd: Round, inputs: dict[str, Any], data_dir: str | Path | None
     from dpgl.datasets import load_dataset
     from dpgl.estimators.smoothing import denoise_labels
     from dpgl.graph.kprop import kprop, kprop_matrix
+    from dpgl.graph.splits import random_node_split
     from dpgl.methods.base import RunContext
     from dpgl.methods.common import train_node_model
     from dpgl.methods.params import NodeParams
@@ -167,7 +166,6 @@ def _train(rnd: Round, inputs: dict[str, Any], data_dir: str | Path | None
     rng = np.random.default_rng(ts.seed)
     ctx = RunContext(task="node", dataset=data, model=ts.model, params=params, epsilon=None,
                      seed=ts.seed, rng=rng, accountant=Accountant())
-    from dpgl.graph.splits import random_node_split
     split = random_node_split(n, params.train_ratio, params.val_ratio, params.test_ratio,
                               rng=rng)
     train, val, test = split.train, split.val, split.test
