@@ -16,6 +16,7 @@ LAYERS: list[set[str]] = [
     {"estimators"},
     {"transforms"},
     {"collection"},
+    {"distributed"},
     {"central"},
     {"nn", "train"},
     {"methods"},

@@ -36,9 +36,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpgl.errors import ConfigError, PrivacyError, unknown_name
+from dpgl.errors import ConfigError, GraphError, PrivacyError, unknown_name
 from dpgl.graph.pairs import bernoulli_rows, ordered_pair_to_index, sort_pairs
-from dpgl.mechanisms.neighbor_list import check_neighbor_list, check_num_nodes
+from dpgl.mechanisms.neighbor_list import (
+    check_csr_rows,
+    check_neighbor_list,
+    check_num_nodes,
+    check_population,
+)
 from dpgl.mechanisms.rr import DirectedReports, _directed_keys, both_directions, flip_bits
 from dpgl.privacy import (
     Guarantee,
@@ -245,6 +250,54 @@ class DPRR(Randomizer):
         user, neighbor, _ = sort_pairs(np.concatenate([rows, src[kept]]),
                                        np.concatenate([cols, dst[kept]]), n)
         return DirectedReports(user, neighbor, n), noisy
+
+    def simulate_rows(self, indptr: np.ndarray, indices: np.ndarray, first: int,
+                      num_users: int, rng: np.random.Generator
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The reports of a block of users ``first, first + 1, ...`` from their neighbor lists
+        in CSR form (row r of ``indptr``/``indices`` is user ``first + r``; ids sorted and
+        unique within a row), among ``num_users`` users in all (public: it sets eps1 by
+        Eq. 8 and the RR length n - 1).
+
+        The sharded simulation's unit (:mod:`dpgl.distributed`): it reads only the block's own
+        lists, so each report depends on its user's list and ``rng`` alone, and it charges the
+        two parts like :meth:`simulate_lists`. Cost O(block's edges + output + rows); up to
+        2^31 - 1 users (the pair index of :mod:`dpgl.graph.pairs` is not used). Returns
+        ``(user, neighbor, noisy_degree)``: the reports sorted by (user, neighbor) and the
+        block's noisy degrees.
+        """
+        n = check_population(num_users)
+        indptr = np.asarray(indptr, dtype=np.int64)
+        indices = np.asarray(indices, dtype=np.int64)
+        rows_n = indptr.size - 1
+        if isinstance(first, bool) or not isinstance(first, (int, np.integer)) \
+                or first < 0 or first + rows_n > n:
+            raise GraphError(f"a block of {rows_n} users starting at {first!r} does not fit "
+                             f"in {n} users")
+        if rows_n * n >= 2**62:
+            raise GraphError(f"a block of {rows_n} users among {n} is too large for int64 "
+                             "report keys; use smaller blocks")
+        local = check_csr_rows(indptr, indices, int(first), n)
+        degree_mech, rr = self.randomizers(n)
+        p = rr.keep_probability
+        noisy = degree_mech.randomize(np.diff(indptr).astype(np.float64), rng)
+        degree_mech.charge()
+        q = dprr_sampling_probability(noisy, n, p)
+        # Non-neighbors: Bernoulli((1 - p) q_i) over the n - 1 bit positions of row i.
+        rows, pos = bernoulli_rows(rr.flip_probability * q,
+                                   np.full(rows_n, n - 1, dtype=np.int64), rng, sort=False)
+        rr.charge()
+        users = rows + int(first)
+        cols = pos + (pos >= users)
+        keys = rows * n + cols
+        true_keys = local * n + indices    # sorted: rows in order, ids sorted within a row
+        if true_keys.size and keys.size:
+            idx = np.minimum(np.searchsorted(true_keys, keys), true_keys.size - 1)
+            keys = keys[true_keys[idx] != keys]
+        # Neighbors: kept with probability p q_i.
+        kept = rng.random(indices.size) < (p * q)[local]
+        out = np.sort(np.concatenate([keys, true_keys[kept]]))
+        return out // n + int(first), out % n, noisy
 
     def simulate(self, u: np.ndarray, v: np.ndarray, num_nodes: int, rng: np.random.Generator,
                  private_mask: np.ndarray | None = None) -> tuple[DirectedReports, np.ndarray]:

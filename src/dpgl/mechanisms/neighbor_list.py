@@ -21,8 +21,11 @@ from dpgl.graph.pairs import (
 )
 
 __all__ = [
+    "MAX_USERS",
+    "check_csr_rows",
     "check_neighbor_list",
     "check_num_nodes",
+    "check_population",
     "directed_pairs",
     "edge_index_from_directed",
     "edge_index_from_pairs",
@@ -38,6 +41,45 @@ def check_num_nodes(num_nodes: object) -> int:
     if not 1 <= int(num_nodes) <= MAX_NODES:
         raise GraphError(f"num_nodes must be in [1, {MAX_NODES}], got {num_nodes}")
     return int(num_nodes)
+
+
+#: Largest population of the block-wise (sharded) simulations: int32 ids in the CSR store.
+MAX_USERS = 2**31 - 1
+
+
+def check_population(num_users: object) -> int:
+    """A population size for the block-wise simulations: an integer in [2, 2^31 - 1] (they
+    never form unordered pair indices, so the whole-graph cap of 10^7 does not apply)."""
+    if isinstance(num_users, bool) or not isinstance(num_users, (int, np.integer)):
+        raise GraphError(f"the number of users must be an integer, got {num_users!r}")
+    if not 2 <= int(num_users) <= MAX_USERS:
+        raise GraphError(f"the number of users must be in [2, {MAX_USERS}], got {num_users}")
+    return int(num_users)
+
+
+def check_csr_rows(indptr: np.ndarray, indices: np.ndarray, first: int,
+                   num_users: int) -> np.ndarray:
+    """Validate the neighbor lists of users ``first, first + 1, ...`` given as CSR rows
+    (``indptr`` from 0, ids in [0, num_users), sorted and unique within each row, no
+    self-loop); returns each entry's row (int64)."""
+    if indptr.ndim != 1 or indptr.size < 1 or indptr[0] != 0 or indptr[-1] != indices.size:
+        raise GraphError("a block's indptr must start at 0 and end at the number of entries")
+    counts = np.diff(indptr)
+    if np.any(counts < 0):
+        raise GraphError("a block's indptr must be non-decreasing")
+    local = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    if indices.size == 0:
+        return local
+    if indices.min() < 0 or indices.max() >= num_users:
+        raise GraphError(f"neighbor ids must lie in [0, {num_users - 1}]")
+    if np.any(indices == local + first):
+        bad = int(local[np.argmax(indices == local + first)]) + first
+        raise GraphError(f"neighbor list of user {bad} contains the user itself (self-loop)")
+    same_row = local[1:] == local[:-1]
+    if np.any(same_row & (np.diff(indices) <= 0)):
+        raise GraphError("each neighbor list must be sorted in increasing order without "
+                         "duplicates")
+    return local
 
 
 def _as_int_array(values: object, name: str) -> np.ndarray:
