@@ -191,5 +191,5 @@ class ShardedRun:
     def reports(self) -> tuple[np.ndarray, np.ndarray]:
         """All DPRR reports (user, neighbor), sorted (in memory: for tests and small runs)."""
         parts = [self.store.get_block("dprr", b) for b in self.blocks]
-        return (np.concatenate([p["user"] for p in parts]),
-                np.concatenate([p["neighbor"] for p in parts]))
+        return (np.concatenate([p["user"] for p in parts]).astype(np.int64),
+                np.concatenate([p["neighbor"] for p in parts]).astype(np.int64))

@@ -25,7 +25,8 @@ from dpgl.distributed.streams import block_generator
 from dpgl.errors import ConfigError
 from dpgl.privacy import Accountant
 
-__all__ = ["BlockResult", "dprr_block", "features_block", "kprop_block", "labels_block"]
+__all__ = ["BlockResult", "dprr_block", "features_block", "kprop_block", "labels_block",
+           "peak_rss_mb"]
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,22 @@ class BlockResult:
     seconds: float = 0.0
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (MB): Linux's VmHWM, the high-water mark of its
+    own address space (``ru_maxrss`` survives fork and exec, so a worker would report its
+    parent's peak); ``ru_maxrss`` elsewhere."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def _finish(block: int, outputs: int, acc: Accountant | None, t0: float) -> BlockResult:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # KB on Linux
+    peak = peak_rss_mb()
     return BlockResult(block, int(outputs), acc.state_dict() if acc is not None else {},
                        os.getpid(), peak, time.perf_counter() - t0)
 
@@ -51,7 +66,8 @@ def _finish(block: int, outputs: int, acc: Accountant | None, t0: float) -> Bloc
 def dprr_block(root: str, blocks: UserBlocks, block: int, seed: int, mechanism: Any
                ) -> BlockResult:
     """DPRR reports of one block (:meth:`dpgl.mechanisms.DPRR.simulate_rows`): the reports
-    go to ``dprr/block-*.npz`` and each user's report size to ``dprr/report_size``."""
+    go to ``dprr/block-*.npz`` (int32 ids) and each user's report size to
+    ``dprr/report_size``."""
     t0 = time.perf_counter()
     store = ShardStore(root)
     lo, hi = blocks.bounds(block)
@@ -60,7 +76,7 @@ def dprr_block(root: str, blocks: UserBlocks, block: int, seed: int, mechanism: 
     with acc.active():
         user, neighbor, _ = mechanism.simulate_rows(indptr, indices, lo, store.num_users,
                                                     block_generator(seed, "dprr", block))
-    store.put_block("dprr", block, user=user.astype(np.int64), neighbor=neighbor)
+    store.put_block("dprr", block, user=user.astype(np.int32), neighbor=neighbor.astype(np.int32))
     store.write_rows("dprr", "report_size", lo,
                      np.bincount(user - lo, minlength=hi - lo).astype(np.int64))
     return _finish(block, user.size, acc, t0)
@@ -110,7 +126,7 @@ def kprop_block(root: str, blocks: UserBlocks, block: int, source: tuple[str, st
     store = ShardStore(root)
     lo, hi = blocks.bounds(block)
     rep = store.get_block("dprr", block)
-    user, neighbor = rep["user"], rep["neighbor"]
+    user, neighbor = rep["user"].astype(np.int64), rep["neighbor"].astype(np.int64)
     deg = store.array("dprr", "report_size")
     d_user = np.asarray(deg[lo:hi], dtype=np.float64)[user - lo]   # > 0: she reported
     if aggregator == "gcn":
