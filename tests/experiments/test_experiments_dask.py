@@ -98,6 +98,20 @@ def test_a_run_that_kills_every_worker_it_meets_fails_unstored(tmp_path: Path,
             assert (again.skipped_existing, again.ran, again.failed) == (5, 0, 1)
 
 
+def test_lost_runs_are_one_line_errors() -> None:
+    """What the driver reports for a run Dask could not finish (the scheduler's death is
+    checked by hand: docs/experiments.md)."""
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+    died = executors._dask_error(KilledWorker("dpgl-run-x-2", None, 1))
+    assert died.startswith("worker process died") and died.endswith("runs again on resume")
+    lost = executors._dask_error(FutureCancelledError("dpgl-run-x-2",
+                                                      "scheduler-connection-lost", "long text"))
+    assert lost == ("cancelled by Dask (scheduler-connection-lost); the run is not stored and "
+                    "runs again on resume")
+    assert "\n" not in executors._dask_error(OSError("a\nb"))
+
+
 def test_nothing_to_run_contacts_no_scheduler() -> None:
     assert list(DaskExecutor("tcp://127.0.0.1:1").map_unordered(deterministic, [])) == []
 

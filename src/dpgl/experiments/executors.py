@@ -176,12 +176,19 @@ class DaskExecutor:
 
     def close(self) -> None:
         """Disconnect, and close the local cluster if this executor started one."""
+        import logging
         client, cluster = self._client, self._cluster
         self._client = self._cluster = None
+        # a client whose scheduler died logs its cancelled reconnection as a traceback: the
+        # driver has reported the lost runs already
+        log = logging.getLogger("distributed.client")
+        level = log.level
+        log.setLevel(logging.CRITICAL)
         try:
             if client is not None:
                 client.close()
         finally:
+            log.setLevel(level)
             if cluster is not None:
                 cluster.close()
 
@@ -265,10 +272,14 @@ class DaskExecutor:
 
 def _dask_error(exc: BaseException) -> str:
     """A failed Dask task as one line (not the run's own error: ``_call`` catches those)."""
+    from concurrent.futures import CancelledError
+
     from distributed import KilledWorker
     if isinstance(exc, KilledWorker):
         return ("worker process died (killed or out of memory) on every worker that tried it "
                 f"(the scheduler's allowed-failures); {_NOT_STORED}")
+    if isinstance(exc, CancelledError):  # e.g. the scheduler died: scheduler-connection-lost
+        return f"cancelled by Dask ({getattr(exc, 'reason', 'unknown')}); {_NOT_STORED}"
     return f"{_one_line(exc)}; {_NOT_STORED}"
 
 
