@@ -66,12 +66,13 @@ def _check_rows(store: RunStore, stored: set[int]) -> None:
     assert stored_rows(store) == expected
 
 
-def test_a_killed_worker_is_replaced_and_its_run_retried(tmp_path: Path) -> None:
+def test_a_killed_worker_is_replaced_and_its_run_retried(tmp_path: Path, cluster) -> None:
     """Seed 2 kills its worker (SIGKILL) mid-run the first time; the scheduler runs it again
-    on the other worker. Seed 3 raises (a run's own error: not retried, not stored)."""
+    on another worker (the nanny restarts the dead one). Seed 3 raises (a run's own error:
+    not retried, not stored)."""
     with RunStore(tmp_path / "r.db") as store:
         out = run_grid(configs(), store, DiesOnceAtSeed2(str(tmp_path / "killed")),
-                       progress=False, executor=DaskExecutor(workers=2))
+                       progress=False, executor=DaskExecutor(cluster.scheduler_address))
         assert (tmp_path / "killed").exists()  # a worker did die
         assert (out.ran, out.failed) == (5, 1), [f.error for f in out.failures]
         assert "ValueError: boom at seed 3" in out.failures[0].error
@@ -81,11 +82,12 @@ def test_a_killed_worker_is_replaced_and_its_run_retried(tmp_path: Path) -> None
 
 def test_a_run_that_kills_every_worker_it_meets_fails_unstored(tmp_path: Path,
                                                                cluster) -> None:
-    """Past the retry budget (one retry) the run is a failure: reported, not stored; the
-    other runs are stored once, and resuming runs the rest."""
+    """On the executor's own local cluster, past its retry budget (here none) the run is a
+    failure: reported, not stored; the other runs are stored once, and resuming runs the
+    rest."""
     with RunStore(tmp_path / "r.db") as store:
         out = run_grid(configs(), store, dies_at_seed_2, progress=False,
-                       executor=DaskExecutor(workers=2, retries=1))
+                       executor=DaskExecutor(workers=2, retries=0))
         errors = {f.config.seed: f.error for f in out.failures}
         assert set(errors) == {2, 3}, errors
         assert "worker process died" in errors[2] and "not stored" in errors[2]
