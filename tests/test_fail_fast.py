@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("torch", "torch_geometric", "dp_accounting", "pandas", "scipy", "matplotlib", "numpy")
+HEAVY = ("torch", "torch_geometric", "dp_accounting", "pandas", "scipy", "matplotlib", "numpy",
+         "dask", "distributed")
 
 _PROBE = """
 import json, sys
@@ -62,6 +63,11 @@ def test_listings_import_nothing_heavy(args: tuple[str, ...]) -> None:
     (("train", "--dataset", "mutag", "--method", "rr", "--epsilon", "1"), "--task graph"),
     (("collect", "create", "no-such-round.yaml"), "not found"),
     (("run", "grid.yaml", "--executor", "nope"), "unknown executor 'nope'"),
+    (("run", "grid.yaml", "--address", "tcp://127.0.0.1:8786"), "with --executor dask"),
+    (("run", "grid.yaml", "--executor", "dask", "--address", "x"),
+     "not a Dask scheduler address"),
+    (("run", "no-such-grid.yaml", "--executor", "dask", "--address", "tcp://127.0.0.1:8786"),
+     "grid file 'no-such-grid.yaml' does not exist"),
     (("serve", "--db", "no/such/dir/c.db"), "does not exist"),
     (("collect", "close", "r", "--db", "mysql://x"), "unsupported database URL"),
 ])
@@ -72,11 +78,17 @@ def test_argument_errors_come_before_heavy_imports(args: tuple[str, ...], messag
     assert heavy == [], f"the error for dpgl {' '.join(args)} came after importing {heavy}"
 
 
-def test_a_bad_grid_is_refused_before_heavy_imports(tmp_path: Path) -> None:
+@pytest.mark.parametrize("executor", [(), ("--executor", "dask", "--address",
+                                           "tcp://127.0.0.1:8786")])
+def test_a_bad_grid_is_refused_before_heavy_imports(tmp_path: Path,
+                                                    executor: tuple[str, ...]) -> None:
+    """Also on a cluster: a bad grid is refused before dask is imported or the scheduler
+    contacted."""
     grid = tmp_path / "g.yaml"
     grid.write_text("name: g\ndatasets: [cora]\nmethods:\n  - name: rr\n"
                     "    epsilons: [1.0]\n    params: {nope: 1}\nseeds: [0]\n")
-    code, heavy, err = _probe("run", str(grid), "--store", str(tmp_path / "s.sqlite"))
+    code, heavy, err = _probe("run", str(grid), "--store", str(tmp_path / "s.sqlite"),
+                              *executor)
     assert code == 2 and "nope" in err, err
     assert heavy == []
 

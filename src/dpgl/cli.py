@@ -373,20 +373,26 @@ def run(
     ] = None,
     device: DeviceOption = "cpu",
     executor: Annotated[str, typer.Option(
-        help="Where runs execute: local (here, one after another) or process (a pool of "
-             "worker processes; this process alone writes the store).")] = "local",
+        help="Where runs execute: local (here, one after another), process (a pool of "
+             "worker processes) or dask (a Dask cluster: --address, or a local one of "
+             "--workers processes); this process alone writes the store.")] = "local",
     workers: Annotated[int | None, typer.Option(
-        min=1, help="Worker processes for --executor process (default: the CPU count).")
+        min=1, help="Worker processes for --executor process, or for the local cluster of "
+                    "--executor dask without --address (default: the CPU count).")
     ] = None,
+    address: Annotated[str | None, typer.Option(
+        help="With --executor dask: the scheduler of a running Dask cluster, "
+             "tcp://HOST:PORT (docs/experiments.md).")] = None,
 ) -> None:
     """Run a grid; finished runs are stored and skipped when the grid is run again."""
+    import contextlib
     import functools
 
     from dpgl.device import check_device, resolve_device
     from dpgl.experiments.executors import check_executor, make_executor
 
     device = check_device(device)  # before the heavy imports
-    check_executor(executor)
+    check_executor(executor, address, workers)
     from dpgl.experiments.execute import execute_run, validate_config
     from dpgl.experiments.grid import load_grid
     from dpgl.methods import get_method
@@ -403,15 +409,20 @@ def run(
     from dpgl.experiments.report import write_report
     from dpgl.experiments.runner import run_grid
     from dpgl.experiments.store import RunStore
+    pool = make_executor(executor, workers, address)
     with RunStore(path) as st, _progress(quiet):
-        outcome = run_grid(
-            configs,
-            st,
-            functools.partial(execute_run, data_dir=data_dir, download=download, device=dev),
-            progress=not quiet,
-            grid_name=spec.name,
-            executor=make_executor(executor, workers),
-        )
+        # a Dask executor connects (or starts its local cluster) before the grid starts, and
+        # lets go of the cluster before the report
+        with pool if pool is not None else contextlib.nullcontext():
+            outcome = run_grid(
+                configs,
+                st,
+                functools.partial(execute_run, data_dir=data_dir, download=download,
+                                  device=dev),
+                progress=not quiet,
+                grid_name=spec.name,
+                executor=pool,
+            )
         err.print(outcome.summary())
         if report_dir is not None:
             for p in write_report(

@@ -7,23 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _executor_grid import configs, grid_tables, stored_rows
 from _fake_runs import deterministic, dies_at_seed_2
 
-from _cli import run_cli
 from dpgl.errors import ConfigError
-from dpgl.experiments.config import RunConfig
 from dpgl.experiments.executors import ProcessExecutor, make_executor
 from dpgl.experiments.runner import run_grid
 from dpgl.experiments.store import RunStore
-
-
-def configs(n: int = 6) -> list[RunConfig]:
-    return [RunConfig(dataset="d", method="m", epsilon=1.0, seed=s, params={"lr": 0.1})
-            for s in range(n)]
-
-
-def _rows(store: RunStore) -> dict[str, dict]:
-    return {c.key(): store.get(c.key())["metrics"] for c in configs() if store.has(c.key())}
 
 
 def test_process_executor_stores_what_the_local_loop_stores(tmp_path: Path) -> None:
@@ -35,7 +25,7 @@ def test_process_executor_stores_what_the_local_loop_stores(tmp_path: Path) -> N
         assert [f.config.seed for f in out_b.failures] == [3]
         assert "ValueError: boom at seed 3" in out_b.failures[0].error
         assert "Traceback" in out_b.failures[0].traceback    # the worker's traceback
-        assert _rows(a) == _rows(b) and len(_rows(b)) == 5
+        assert stored_rows(a) == stored_rows(b) and len(stored_rows(b)) == 5
         again = run_grid(configs(), b, deterministic, progress=False,
                          executor=ProcessExecutor(2))
         assert (again.skipped_existing, again.ran, again.failed) == (5, 0, 1)
@@ -63,31 +53,7 @@ def test_unknown_executor_and_bad_workers() -> None:
     assert make_executor("local") is None
 
 
-GRID = """name: exec-check
-task: node
-datasets: [csbm]
-models: [gcn]
-seeds: [0, 1]
-methods:
-  - mlp
-  - name: rr
-    epsilons: [4.0]
-params: {epochs: 15, patience: null, hidden: 8}
-selection: {metric: val_accuracy, mode: max, report: [test_accuracy]}
-"""
-
-
-def test_same_grid_gives_byte_identical_tables_local_and_process(tmp_path: Path,
-                                                                  capsys) -> None:
-    grid = tmp_path / "grid.yaml"
-    grid.write_text(GRID)
-    tables = {}
-    for executor in ("local", "process"):
-        out = tmp_path / executor
-        code, _, err = run_cli(capsys, "run", str(grid), "--store", str(out / "runs.sqlite"),
-                               "--report", str(out / "report"), "--executor", executor,
-                               "--workers", "2", "--quiet")
-        assert code == 0, err
-        tables[executor] = {p.name: p.read_bytes() for p in sorted((out / "report").iterdir())
-                            if p.suffix in (".md", ".csv")}
-    assert tables["local"] and tables["local"] == tables["process"]
+def test_same_grid_gives_byte_identical_tables_local_and_process(tmp_path: Path) -> None:
+    local = grid_tables(tmp_path / "local", "--executor", "local")
+    process = grid_tables(tmp_path / "process", "--executor", "process", "--workers", "2")
+    assert local == process

@@ -1,5 +1,6 @@
 """Where a grid's runs execute (issue #15): ``local`` (one after another in this process, the
-default) or ``process`` (a pool of worker processes on this machine). Workers only compute; the
+default), ``process`` (a pool of worker processes on this machine) or ``dask`` (the workers of
+a Dask distributed cluster, or of a local one started for the grid). Workers only compute; the
 driver alone writes the run store (:func:`dpgl.experiments.runner.run_grid`), so the store's
 guarantees (one row per finished run, nothing for a failed or interrupted one, resume after
 ``kill -9``) hold whatever happens to a worker. Runs are deterministic given their
@@ -9,24 +10,44 @@ configuration, so the stored rows, hence the tables, do not depend on the execut
 from __future__ import annotations
 
 import os
+import re
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dpgl.errors import ConfigError
 
-__all__ = ["EXECUTORS", "Completed", "ProcessExecutor", "check_executor", "make_executor"]
+__all__ = ["EXECUTORS", "Completed", "DaskExecutor", "ProcessExecutor", "check_executor",
+           "make_executor"]
 
-EXECUTORS = ("local", "process")
+EXECUTORS = ("local", "process", "dask")
+
+# [scheme://]host:port, host a name, an IPv4 address or a bracketed IPv6 address
+_ADDRESS = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):\d{1,5}$")
 
 
-def check_executor(name: str) -> str:
-    """An executor name, refused with the list of known ones (before heavy imports)."""
+def check_executor(name: str, address: str | None = None, workers: int | None = None) -> str:
+    """An executor name and its flags, refused with a one-line reason (before heavy imports:
+    nothing here imports dask): a known name; ``address`` (a Dask scheduler's
+    ``[tcp://]HOST:PORT``) only with ``dask``, and not together with ``workers`` (the size of
+    a cluster this process starts)."""
     from dpgl.errors import unknown_name
     if name not in EXECUTORS:
         raise unknown_name("executor", name, EXECUTORS)
+    if address is not None:
+        if name != "dask":
+            raise ConfigError(f"--address is a Dask scheduler's address: give it with "
+                              f"--executor dask, not --executor {name}")
+        if not _ADDRESS.match(address):
+            raise ConfigError(f"--address {address!r} is not a Dask scheduler address: "
+                              "give tcp://HOST:PORT (e.g. tcp://10.0.0.5:8786)")
+        if workers is not None:
+            raise ConfigError("--workers sets the size of the local cluster started without "
+                              "--address; the cluster at --address has its own workers "
+                              "(dask worker --nworkers N)")
     return name
 
 
@@ -57,6 +78,20 @@ def _call(fn: Callable[[Any], Any], item: Any) -> tuple[Any, str | None, str, fl
         return None, _one_line(exc), traceback.format_exc(), time.perf_counter() - t0
 
 
+def _worker_count(workers: int | None) -> int:
+    n = workers if workers is not None else max(1, (os.cpu_count() or 1))
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"--workers must be an integer >= 1, got {workers!r}")
+    return n
+
+
+# seconds to reach a scheduler at --address and to wait for its first worker
+CONNECT_TIMEOUT = 5.0
+
+_NOT_STORED = "the run is not stored and runs again on resume"
+_DIED = f"worker process died (killed or out of memory); {_NOT_STORED}"
+
+
 class ProcessExecutor:
     """A pool of ``workers`` processes (spawned, so each worker starts clean: its own torch
     threads and seeds) on this machine. ``fn`` must be picklable (a module-level function or
@@ -65,10 +100,13 @@ class ProcessExecutor:
     name = "process"
 
     def __init__(self, workers: int | None = None) -> None:
-        n = workers if workers is not None else max(1, (os.cpu_count() or 1))
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ConfigError(f"--workers must be an integer >= 1, got {workers!r}")
-        self.workers = n
+        self.workers = _worker_count(workers)
+
+    def __enter__(self) -> ProcessExecutor:
+        return self  # the pool lives for one map_unordered call
+
+    def __exit__(self, *exc: object) -> None:
+        pass
 
     def map_unordered(self, fn: Callable[[Any], Any], items: Sequence[Any]
                       ) -> Iterator[Completed]:
@@ -87,17 +125,170 @@ class ProcessExecutor:
                 try:
                     result, error, tb, seconds = fut.result()
                 except BrokenProcessPool:
-                    yield Completed(i, error="worker process died (killed or out of memory); "
-                                    "the run is not stored and runs again on resume")
+                    yield Completed(i, error=_DIED)
                     continue
                 yield Completed(i, result, error, tb, seconds)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def make_executor(name: str, workers: int | None = None) -> ProcessExecutor | None:
+class DaskExecutor:
+    """The workers of a Dask distributed cluster: the scheduler at ``address``
+    (``tcp://HOST:PORT``, started with ``dask scheduler``), or, without one, a cluster of
+    ``workers`` processes (one thread each) on this machine's loopback interface. Connected
+    (the local cluster started) for a ``with`` block, or else for one :meth:`map_unordered`
+    call, and closed after it. ``fn`` travels by pickle (cloudpickle): the workers need the
+    same dpgl (and dask) install and the data directory the runs read.
+
+    A worker that dies while running a run: the scheduler gives the run to another worker; a
+    run that was on ``retries + 1`` dying workers (the scheduler's ``allowed-failures``; for a
+    cluster at ``address`` the scheduler's own setting, Dask's default 3) is reported as
+    failed, not stored, and runs again on resume. The driver alone writes the store, so a
+    retried run is stored once. ``timeout`` (default :data:`CONNECT_TIMEOUT`): seconds to
+    reach the scheduler and to wait for its first worker; an unreachable scheduler is a
+    one-line :class:`ConfigError`."""
+
+    name = "dask"
+
+    def __init__(self, address: str | None = None, workers: int | None = None, *,
+                 retries: int = 1, timeout: float | None = None) -> None:
+        if address is not None:
+            check_executor("dask", address, workers)
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ConfigError(f"retries must be an integer >= 0, got {retries!r}")
+        self.address = address
+        self.workers = _worker_count(workers) if address is None else None
+        self.retries = retries
+        self.timeout = CONNECT_TIMEOUT if timeout is None else timeout
+        self._client: Any = None
+        self._cluster: Any = None
+
+    def __enter__(self) -> DaskExecutor:
+        """Connect (or start the local cluster) now, for every :meth:`map_unordered` until
+        the ``with`` ends; the CLI does this before the grid starts, so an unreachable
+        scheduler is refused before anything runs."""
+        if self._client is None:
+            self._client, self._cluster = self._connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect, and close the local cluster if this executor started one."""
+        import logging
+        client, cluster = self._client, self._cluster
+        self._client = self._cluster = None
+        # a client whose scheduler died logs its cancelled reconnection as a traceback: the
+        # driver has reported the lost runs already
+        log = logging.getLogger("distributed.client")
+        level = log.level
+        log.setLevel(logging.CRITICAL)
+        try:
+            if client is not None:
+                client.close()
+        finally:
+            log.setLevel(level)
+            if cluster is not None:
+                cluster.close()
+
+    def _connect(self) -> tuple[Any, Any]:
+        """(client, the cluster this executor started or None)."""
+        import logging
+
+        import dask
+        from distributed import Client, LocalCluster
+        if self.address is None:
+            # one run per worker at a time (worker-saturation 1.0 with one thread), so a
+            # worker's death charges only the run it was running against its retries
+            with dask.config.set({"distributed.scheduler.allowed-failures": self.retries,
+                                  "distributed.scheduler.worker-saturation": 1.0}):
+                cluster = LocalCluster(
+                    n_workers=self.workers, threads_per_worker=1, processes=True,
+                    host="127.0.0.1", dashboard_address=None,
+                    # no dashboard; the scheduler's HTTP endpoints (health, metrics) on a
+                    # free loopback port, not 8787 (which may be taken)
+                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                    silence_logs=logging.CRITICAL)  # the driver reports failed runs itself
+            try:
+                return Client(cluster, timeout=self.timeout, set_as_default=False), cluster
+            except BaseException:
+                cluster.close()
+                raise
+        try:
+            client = Client(self.address, timeout=self.timeout, set_as_default=False)
+        except (OSError, ValueError) as exc:  # refused, unknown host, timed out
+            raise ConfigError(f"cannot reach the Dask scheduler at {self.address}: "
+                              f"{_one_line(exc)} (is `dask scheduler` running there?)"
+                              ) from None
+        try:
+            client.wait_for_workers(1, timeout=self.timeout)
+        except TimeoutError:
+            client.close()
+            raise ConfigError(f"the Dask scheduler at {self.address} has no workers after "
+                              f"{self.timeout:g} s (start some: dask worker {self.address})"
+                              ) from None
+        except BaseException:
+            client.close()
+            raise
+        return client, None
+
+    def map_unordered(self, fn: Callable[[Any], Any], items: Sequence[Any]
+                      ) -> Iterator[Completed]:
+        """``fn`` over ``items`` on the cluster's workers, yielded as they finish (the
+        contract of :meth:`ProcessExecutor.map_unordered`). Leaving early (an error, Ctrl-C)
+        cancels the runs not yet finished (and, outside a ``with``, disconnects and closes the
+        local cluster)."""
+        if not items:
+            return
+        if self._client is None:  # not in a ``with``: connected for this call only
+            with self:
+                yield from self._map(fn, items)
+        else:
+            yield from self._map(fn, items)
+
+    def _map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[Completed]:
+        from distributed import as_completed
+        client = self._client
+        batch = uuid.uuid4().hex[:8]
+        futures = {client.submit(_call, fn, item, key=f"dpgl-run-{batch}-{i}", pure=False): i
+                   for i, item in enumerate(items)}
+        try:
+            for fut in as_completed(futures, loop=client.loop):
+                i = futures.pop(fut)
+                try:
+                    result, error, tb, seconds = fut.result()
+                except Exception as exc:  # lost workers, a lost scheduler, unpickling
+                    done = Completed(i, error=_dask_error(exc),
+                                     traceback=traceback.format_exc())
+                else:
+                    done = Completed(i, result, error, tb, seconds)
+                fut.release()  # the result lives on the worker until released
+                yield done
+        finally:
+            if futures:  # left early: the runs not yet finished are not wanted
+                client.cancel(list(futures))
+
+
+def _dask_error(exc: BaseException) -> str:
+    """A failed Dask task as one line (not the run's own error: ``_call`` catches those)."""
+    from concurrent.futures import CancelledError
+
+    from distributed import KilledWorker
+    if isinstance(exc, KilledWorker):
+        return ("worker process died (killed or out of memory) on every worker that tried it "
+                f"(the scheduler's allowed-failures); {_NOT_STORED}")
+    if isinstance(exc, CancelledError):  # e.g. the scheduler died: scheduler-connection-lost
+        return f"cancelled by Dask ({getattr(exc, 'reason', 'unknown')}); {_NOT_STORED}"
+    return f"{_one_line(exc)}; {_NOT_STORED}"
+
+
+def make_executor(name: str, workers: int | None = None, address: str | None = None
+                  ) -> ProcessExecutor | DaskExecutor | None:
     """The executor called ``name`` (None: ``local``, the runner's own loop)."""
-    check_executor(name)
+    check_executor(name, address, workers)
     if name == "local":
         return None
+    if name == "dask":
+        return DaskExecutor(address, workers)
     return ProcessExecutor(workers)

@@ -176,9 +176,10 @@ def run_grid(grid: GridSpec | Sequence[RunConfig], store: RunStore, run_fn: RunF
     ``progress=False`` is quiet mode (no bar; failures still go to stderr as one line).
     ``on_result(config, result)`` is called after each run is stored. ``grid_name`` (default:
     the GridSpec's name) is written to the store's ``grid`` column. ``executor``: None runs
-    here, one run after another; a :class:`dpgl.experiments.executors.ProcessExecutor` runs
-    them in worker processes (``run_fn`` must be picklable) while this process alone writes
-    the store. See the module docstring for failure and interruption behaviour.
+    here, one run after another; a :class:`dpgl.experiments.executors.ProcessExecutor` or
+    :class:`~dpgl.experiments.executors.DaskExecutor` runs them in worker processes or on a
+    Dask cluster (``run_fn`` must be picklable) while this process alone writes the store.
+    See the module docstring for failure and interruption behaviour.
     """
     name: str | None
     if isinstance(grid, GridSpec):
