@@ -76,7 +76,7 @@ def map_blocks(fn: Callable[[int], tasks.BlockResult], groups: list[list[int]], 
         else:
             from distributed import as_completed
             futures = client.compute(parts)
-            for fut in as_completed(futures):
+            for fut in as_completed(futures, loop=client.loop):
                 (results,) = fut.result()
                 out.update((r.block, r) for r in results)
                 s.advance()

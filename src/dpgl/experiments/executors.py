@@ -176,62 +176,25 @@ class DaskExecutor:
 
     def close(self) -> None:
         """Disconnect, and close the local cluster if this executor started one."""
-        import logging
+        from dpgl.distributed.cluster import close_quietly
         client, cluster = self._client, self._cluster
         self._client = self._cluster = None
-        # a client whose scheduler died logs its cancelled reconnection as a traceback: the
-        # driver has reported the lost runs already
-        log = logging.getLogger("distributed.client")
-        level = log.level
-        log.setLevel(logging.CRITICAL)
-        try:
-            if client is not None:
-                client.close()
-        finally:
-            log.setLevel(level)
-            if cluster is not None:
-                cluster.close()
+        close_quietly(client, cluster)
 
     def _connect(self) -> tuple[Any, Any]:
         """(client, the cluster this executor started or None)."""
-        import logging
-
-        import dask
-        from distributed import Client, LocalCluster
-        if self.address is None:
-            # one run per worker at a time (worker-saturation 1.0 with one thread), so a
-            # worker's death charges only the run it was running against its retries
-            with dask.config.set({"distributed.scheduler.allowed-failures": self.retries,
-                                  "distributed.scheduler.worker-saturation": 1.0}):
-                cluster = LocalCluster(
-                    n_workers=self.workers, threads_per_worker=1, processes=True,
-                    host="127.0.0.1", dashboard_address=None,
-                    # no dashboard; the scheduler's HTTP endpoints (health, metrics) on a
-                    # free loopback port, not 8787 (which may be taken)
-                    scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-                    silence_logs=logging.CRITICAL)  # the driver reports failed runs itself
-            try:
-                return Client(cluster, timeout=self.timeout, set_as_default=False), cluster
-            except BaseException:
-                cluster.close()
-                raise
+        from dpgl.distributed.cluster import open_client, start_local_cluster
+        if self.address is not None:
+            return open_client(self.address, self.timeout), None
+        # one run per worker at a time, so a worker's death charges only the run it was
+        # running against its retries
+        cluster = start_local_cluster(self.workers, retries=self.retries,
+                                      one_task_per_worker=True)
         try:
-            client = Client(self.address, timeout=self.timeout, set_as_default=False)
-        except (OSError, ValueError) as exc:  # refused, unknown host, timed out
-            raise ConfigError(f"cannot reach the Dask scheduler at {self.address}: "
-                              f"{_one_line(exc)} (is `dask scheduler` running there?)"
-                              ) from None
-        try:
-            client.wait_for_workers(1, timeout=self.timeout)
-        except TimeoutError:
-            client.close()
-            raise ConfigError(f"the Dask scheduler at {self.address} has no workers after "
-                              f"{self.timeout:g} s (start some: dask worker {self.address})"
-                              ) from None
+            return open_client(cluster, self.timeout), cluster
         except BaseException:
-            client.close()
+            cluster.close()
             raise
-        return client, None
 
     def map_unordered(self, fn: Callable[[Any], Any], items: Sequence[Any]
                       ) -> Iterator[Completed]:
