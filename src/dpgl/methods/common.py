@@ -119,7 +119,9 @@ def fit_node_model(
                                       seed=seed, train_targets=train_targets, device=device)
         info.update({"batch_size": batching.batch_size,
                      "fanout": list(batching.fanouts(arch.num_layers)),
-                     "batches_per_epoch": int(result.history[-1]["batches_per_epoch"])})
+                     "batches_per_epoch": int(result.history[-1]["batches_per_epoch"]),
+                     "mean_batch_nodes": result.history[-1]["mean_batch_nodes"],
+                     "mean_batch_edges": result.history[-1]["mean_batch_edges"]})
     info.update({
         "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run,

@@ -233,8 +233,9 @@ def train_node_minibatch(
     """Train ``model`` (a :class:`~dpgl.nn.NodeModel`) on mini-batches of sampled
     subgraphs of ``graph`` (module docstring); same arguments, selection rule and result as
     :func:`~dpgl.train.node.train_node_classifier`, with the features ``x`` and the graph
-    given instead of a forward function, and ``batching``. ``info``-style facts (batches per
-    epoch) are in ``TrainResult.history[0]``."""
+    given instead of a forward function, and ``batching``. Facts about the batches (batches per
+    epoch, mean sampled nodes and edges per training batch, inference blocks) are in
+    ``TrainResult.history[-1]``."""
     net = _check_model(model)
     dev = target_device(device)
     features = x if isinstance(x, FeatureRows) else FeatureRows(x)
@@ -249,11 +250,16 @@ def train_node_minibatch(
                          fanout, shuffle=True, seed=seed)
     blocks = _blocks(net, graph, n, batching.eval_batch_size or batching.batch_size, dev)
 
+    sizes = {"batches": 0, "nodes": 0, "edges": 0}
+
     def epoch(model: torch.nn.Module, opt: torch.optim.Optimizer,
               targets: torch.Tensor) -> float:
         total, count = 0.0, 0
         for batch in loader:
             size = int(batch.batch_size)
+            sizes["batches"] += 1
+            sizes["nodes"] += int(batch.n_id.numel())
+            sizes["edges"] += int(batch.edge_index.size(1))
             sub = _batch_graph(batch, dev) if uses_graph else None
             out = model(features.rows(batch.n_id, dev), sub)[:size]
             loss = F.cross_entropy(out, targets[batch.n_id[:size].to(dev)])
@@ -272,5 +278,7 @@ def train_node_minibatch(
                                   config, seed=seed, train_targets=train_targets, device=dev)
     result.history.append({"batches_per_epoch": float(math.ceil(train_idx.numel()
                                                                 / batching.batch_size)),
+                           "mean_batch_nodes": sizes["nodes"] / max(sizes["batches"], 1),
+                           "mean_batch_edges": sizes["edges"] / max(sizes["batches"], 1),
                            "eval_blocks": float(len(blocks))})
     return result
