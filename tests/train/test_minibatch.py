@@ -318,3 +318,40 @@ def test_a_run_trains_in_minibatches_on_the_same_estimated_graph() -> None:
     assert mini[0].info["fanout"] == [5, 5] and mini[0].info["batches_per_epoch"] == 4
     assert "batch_size" not in full.info
     assert mini[0].metrics["test_accuracy"] > 0.5
+
+
+def test_a_grid_wraps_the_list_valued_fanout_once_more() -> None:
+    """docs/experiments.md: ``fanout: [[10, 10]]`` is one value, ``[[10, 10], [5, 5]]`` an
+    axis of two."""
+    from dpgl.experiments.grid import GridSpec
+
+    def fanouts(value: object) -> list[object]:
+        grid = GridSpec.from_dict({"name": "g", "datasets": ["csbm"], "seeds": 1,
+                                   "methods": ["none"],
+                                   "params": {"batch_size": 256, "fanout": value}})
+        return [c.params["fanout"] for c in grid.expand(lambda m: False)]
+
+    assert fanouts([[10, 10]]) == [[10, 10]]
+    assert fanouts([[10, 10], [5, 5]]) == [[10, 10], [5, 5]]
+    assert fanouts(10) == [10]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.filterwarnings("ignore:.*deterministic.*:UserWarning")
+@pytest.mark.parametrize("kind", ["gcn", "sage", "gat"])
+def test_minibatch_on_cuda_is_deterministic_and_returns_the_model_home(kind: str) -> None:
+    """Sampling stays on the CPU, the batches and the blocks move to the GPU; the same seed
+    gives the same numbers twice there (not run on the CPU-only machines; docs/gpu.md)."""
+    x, y, ei, w = _graph(n=200, directed=False)
+    perm = torch.from_numpy(np.random.default_rng(0).permutation(200))
+    results, devices = [], []
+    for _ in range(2):
+        model = build_node_model(kind, x.size(1), 2)
+        results.append(train_node_minibatch(
+            model, sp.csr_matrix(x.numpy()), PreparedGraph(ei, 200, w), y, perm[:100],
+            perm[100:150], perm[150:], TrainConfig(epochs=8, patience=None),
+            MiniBatchConfig(32, (4, 4)), seed=1, device="cuda").metrics)
+        devices.append(next(model.parameters()).device.type)
+    assert results[0] == results[1] and devices == ["cpu", "cpu"]
+    assert results[0]["test_accuracy"] > 0.8
