@@ -121,19 +121,34 @@ def gcn_normalized_scipy(
     edge_weight: torch.Tensor | None = None,
     *,
     add_self_loops: bool = True,
+    degrees: torch.Tensor | np.ndarray | None = None,
 ) -> sp.csr_matrix:
     """``D^-1/2 (A + I) D^-1/2`` (Kipf & Welling 2017, Eq. 2; weighted: Blink App. B Eq. 20).
 
     Degrees are weighted row sums; isolated nodes get a zero row (or only their self-loop).
+    ``degrees`` (one per node) replaces the row sums in ``D``: a block of a larger graph
+    normalises with the larger graph's degrees.
     """
     a = to_scipy(edge_index, num_nodes, edge_weight)
     if add_self_loops:
         a = a + sp.identity(num_nodes, dtype=np.float32, format="csr")
-    deg = np.asarray(a.sum(axis=1)).ravel()
+    if degrees is None:
+        deg = np.asarray(a.sum(axis=1)).ravel()
+    else:
+        deg = np.asarray(degrees.cpu() if isinstance(degrees, torch.Tensor) else degrees
+                         ).ravel()
     with np.errstate(divide="ignore"):
         inv_sqrt = np.where(deg > 0, 1.0 / np.sqrt(deg), 0.0).astype(np.float32)
     d = sp.diags(inv_sqrt)
     return (d @ a @ d).tocsr()
+
+
+def gcn_degrees(edge_index: torch.Tensor, num_nodes: int,
+                edge_weight: torch.Tensor | None = None) -> np.ndarray:
+    """The weighted in-degrees with the self-loop, ``D`` of :func:`gcn_normalized_scipy`."""
+    a = to_scipy(edge_index, num_nodes, edge_weight)
+    a = a + sp.identity(num_nodes, dtype=np.float32, format="csr")
+    return np.asarray(a.sum(axis=1)).ravel()
 
 
 def mean_normalized_scipy(

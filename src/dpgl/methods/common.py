@@ -49,37 +49,86 @@ def train_node_model(
     train_targets: torch.Tensor | None = None,
 ) -> MethodOutput:
     """Train ``model`` (default: the run's model) on features ``x`` over ``graph``, on the
-    run's device (the features and the graph are moved there once)."""
+    run's device: full batch (the features and the graph are moved there once), or in
+    neighbour-sampled mini-batches when the parameters set ``batch_size``
+    (:mod:`dpgl.train.minibatch`; the batches move there). The trainer's seed is the run
+    generator's next draw either way, so full and mini-batch runs of one configuration see
+    the same split and the same (estimated) graph."""
+    p = ctx.params
+    assert isinstance(p, NodeParams)
+    return fit_node_model(model or ctx.model, x, y, split, graph, p,
+                          seed=int(ctx.rng.integers(2**31)), device=ctx.device,
+                          train_targets=train_targets)
+
+
+def fit_node_model(
+    kind: str,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    graph: PreparedGraph | None,
+    p: NodeParams,
+    *,
+    seed: int,
+    device: object = "cpu",
+    train_targets: torch.Tensor | None = None,
+) -> MethodOutput:
+    """:func:`train_node_model`'s training step with its seed given: a ``kind`` node model
+    with ``p``'s architecture, trained by ``p``'s configuration (full or mini-batch) on
+    ``device``. ``x`` may also be a SciPy sparse matrix (kept sparse)."""
+    import scipy.sparse as sp
     import torch
 
     from dpgl.device import to_device
+    from dpgl.graph.propagation import SparseOperator
     from dpgl.nn import build_node_model
     from dpgl.nn.layers import sparse_features
     from dpgl.train import train_node_classifier
-    p = ctx.params
-    assert isinstance(p, NodeParams)
-    kind = model or ctx.model
     arch = p.architecture()
     num_classes = int(y.max()) + 1
+    dim = int(x.shape[1])
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
-        net = build_node_model(kind, x.size(1), num_classes, arch)
-    features = sparse_features(x) if p.input_dropout == 0 else x
-    features, graph = to_device(features, ctx.device), to_device(graph, ctx.device)
-    result = train_node_classifier(
-        net,
-        lambda m: m(features, graph),
-        y,
-        *split,
-        p.train_config(),
-        seed=int(ctx.rng.integers(2**31)),
-        train_targets=train_targets,
-        device=ctx.device,
-    )
-    info = {
+        net = build_node_model(kind, dim, num_classes, arch)
+    batching = p.minibatch()
+    info: dict[str, object] = {}
+    if batching is None:
+        if sp.issparse(x):
+            features: object = SparseOperator(sp.csr_matrix(x)) if p.input_dropout == 0 \
+                else torch.from_numpy(sp.csr_matrix(x).toarray())
+        else:
+            features = sparse_features(x) if p.input_dropout == 0 else x
+        features, graph = to_device(features, device), to_device(graph, device)
+        result = train_node_classifier(
+            net,
+            lambda m: m(features, graph),
+            y,
+            *split,
+            p.train_config(),
+            seed=seed,
+            train_targets=train_targets,
+            device=device,
+        )
+    else:
+        from dpgl.train.minibatch import train_node_minibatch
+        rows: object = x
+        if not sp.issparse(x) and p.input_dropout == 0:
+            sparse = sparse_features(x)  # wide sparse features: rows read from CSR
+            if isinstance(sparse, SparseOperator):
+                rows = sp.csr_matrix(x.detach().cpu().numpy())
+        result = train_node_minibatch(net, rows, graph, y, *split, p.train_config(), batching,
+                                      seed=seed, train_targets=train_targets, device=device)
+        info.update({"batch_size": batching.batch_size,
+                     "fanout": list(batching.fanouts(arch.num_layers)),
+                     "batches_per_epoch": int(result.history[-1]["batches_per_epoch"]),
+                     "mean_batch_nodes": result.history[-1]["mean_batch_nodes"],
+                     "mean_batch_edges": result.history[-1]["mean_batch_edges"]})
+    info.update({
         "best_epoch": result.best_epoch,
         "epochs_run": result.epochs_run,
         "train_seconds": result.seconds,
-    }
+        "train_epoch_seconds": result.timings["train"] / max(result.epochs_run, 1),
+        "eval_epoch_seconds": result.timings["eval"] / max(result.epochs_run, 1),
+    })
     if graph is not None:
         info["train_graph_edges"] = graph.num_edges
     return MethodOutput(result.metrics, info)

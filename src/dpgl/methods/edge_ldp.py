@@ -80,14 +80,22 @@ class EdgeLDPMethod(Method):
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
         """The client+server pipeline for this run, seeded with ``seed``."""
 
+    def estimate(self, ctx: RunContext) -> tuple[Any, Any, EdgeLDPTransform]:
+        """The steps before training: the run's split (its first draw, the same for every
+        method and seed), then the users' reports and the server's estimate, a ``Data``
+        with ``edge_index`` and possibly ``edge_weight`` (the users' randomizers charge the
+        run's accountant). Returns (split, estimated graph, the transform that made it)."""
+        data = ctx.dataset
+        split = node_split(ctx, data)
+        transform = self.transform(ctx, ctx.rng.spawn(1)[0])
+        return split, transform(data), transform
+
     def fit_node(self, ctx: RunContext) -> MethodOutput:
         import torch
 
         from dpgl.nn import PreparedGraph
         data = ctx.dataset
-        split = node_split(ctx, data)  # first draw: the same split for every method and seed
-        transform = self.transform(ctx, ctx.rng.spawn(1)[0])
-        estimated = transform(data)  # the users' randomizers charge the run's accountant
+        split, estimated, transform = self.estimate(ctx)
         n = int(data.num_nodes)
         acc = ctx.accountant
         acc.spend_nonprivate("node features", "known to the server (Blink setting)",

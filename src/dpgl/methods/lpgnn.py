@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 class LpgnnParams(NodeParams):
     """LPGNN options (defaults: LPGNN Sec. 5.1 / Table 2 style architecture)."""
 
+    no_minibatch: ClassVar[str] = ("lpgnn trains its KProp model full batch: batch_size and "
+                                   "fanout are not supported")
+
     renamed: ClassVar[dict[str, Renamed]] = {"steps": Renamed("feature_steps"),
                                              "gaussian_delta": Renamed("delta")}
 

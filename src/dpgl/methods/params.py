@@ -9,7 +9,15 @@ from collections.abc import Callable, Mapping
 from types import UnionType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from dpgl.errors import ConfigError, DpglDeprecationWarning
 
@@ -18,6 +26,7 @@ if TYPE_CHECKING:
     from dpgl.nn.models import ModelConfig
     from dpgl.train.dpsgd import DPSGDConfig
     from dpgl.train.graph import GraphTrainConfig
+    from dpgl.train.minibatch import MiniBatchConfig
     from dpgl.train.node import TrainConfig
 
 
@@ -204,7 +213,12 @@ class DataParams(Params):
 
 
 class NodeParams(Params):
-    """Node classification: split, architecture and optimizer."""
+    """Node classification: split, architecture and optimizer; full batch, or mini-batches
+    with neighbour sampling when ``batch_size`` is set (:mod:`dpgl.train.minibatch`)."""
+
+    #: why this method's trainer takes no mini-batch options ("": it takes them); a
+    #: subclass whose method trains otherwise (its own trainer, DP-SGD) says why
+    no_minibatch: ClassVar[str] = ""
 
     train_ratio: float = Field(0.5, gt=0, lt=1, description="fraction of the nodes in the "
                                "training split")
@@ -229,6 +243,40 @@ class NodeParams(Params):
     epochs: int = Field(200, ge=1, description="maximum number of training epochs")
     patience: int | None = Field(50, ge=1, description="stop after this many epochs without a "
                                  "better validation score (unset: run every epoch)")
+    batch_size: int | None = Field(None, ge=1, description="seed nodes per mini-batch, with "
+                                   "neighbour sampling (unset: full batch)")
+    fanout: int | list[int] | None = Field(
+        None, description="in-neighbours sampled per node at each layer, the seeds' first "
+        "(-1: all; one int: every layer; unset: all); needs batch_size")
+
+    @field_validator("batch_size")
+    @classmethod
+    def _batch_size(cls, v: int | None) -> int | None:
+        if v is not None and cls.no_minibatch:
+            raise ValueError(cls.no_minibatch)
+        return v
+
+    @field_validator("fanout")
+    @classmethod
+    def _fanout(cls, v: int | list[int] | None, info: ValidationInfo) -> list[int] | None:
+        if v is None:
+            return None
+        if cls.no_minibatch:
+            raise ValueError(cls.no_minibatch)
+        if info.data.get("batch_size") is None:
+            raise ValueError("fanout samples the neighbours of mini-batches: set batch_size "
+                             "too (full batch uses every edge)")
+        from dpgl.train.fanout import check_fanout
+        layers = int(info.data.get("num_layers", 2))
+        return list(check_fanout([v] * layers if isinstance(v, int) else v, layers))
+
+    def minibatch(self) -> MiniBatchConfig | None:
+        """The mini-batch configuration (None: full batch)."""
+        if self.batch_size is None:
+            return None
+        from dpgl.train.minibatch import MiniBatchConfig
+        return MiniBatchConfig(self.batch_size,
+                               None if self.fanout is None else tuple(self.fanout))
 
     def architecture(self) -> ModelConfig:
         """The node model's architecture these parameters describe."""
@@ -254,7 +302,14 @@ class NodeParams(Params):
 class NodeDPParams(NodeParams):
     """Node-level DP methods on an inductive split (DPAR, Features, GAP, DP-SAGE): the DPAR
     paper's Sec. 5 training defaults they share (MLP width 32, no dropout or weight decay,
-    Adam lr 0.005, batch 60, DP-SGD clip C = 1, 80/20 inductive split, delta 1e-4)."""
+    Adam lr 0.005, batch 60, DP-SGD clip C = 1, 80/20 inductive split, delta 1e-4).
+    ``batch_size`` is DP-SGD's expected (Poisson) batch; neighbour sampling (``fanout``) is
+    refused: their accounting does not cover it (docs/node-dp.md, "Mini-batches and
+    sampling")."""
+
+    no_minibatch: ClassVar[str] = (
+        "DP-SGD methods draw their own Poisson batches (batch_size); neighbour sampling "
+        "(fanout) is not covered by their accounting (docs/node-dp.md)")
 
     hidden: int = Field(32, ge=1)
     dropout: float = Field(0.0, ge=0, lt=1)
@@ -262,6 +317,11 @@ class NodeDPParams(NodeParams):
     lr: float = Field(0.005, gt=0)
     batch_size: int = Field(60, ge=1, description="expected DP-SGD batch size (sets the Poisson "
                             "sampling rate)")
+
+    @field_validator("batch_size")
+    @classmethod
+    def _batch_size(cls, v: int | None) -> int | None:  # DP-SGD's batch: always allowed
+        return v
     clip: float = Field(1.0, gt=0, description="DP-SGD per-example gradient clipping norm C")
     inductive_train: float = Field(0.8, gt=0, lt=1, description="fraction of the nodes in the "
                                    "training graph (the rest: validation and test graph)")

@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 class SolitudeLinkParams(NodeParams):
     """Edge part only (Blink's protocol)."""
 
+    no_minibatch: ClassVar[str] = ("Solitude learns the graph and the GNN together, full "
+                                   "batch: batch_size and fanout are not supported")
+
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
     structure_learning: bool = Field(True, description="learn the graph jointly with the GNN "
                                      "(Eq. 14)")

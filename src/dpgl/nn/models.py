@@ -80,11 +80,19 @@ class NodeModel(nn.Module):
             x = F.dropout(x, self.config.input_dropout, self.training)
         elif self.config.input_dropout > 0:
             raise ConfigError("input_dropout needs dense features")
-        for i, layer in enumerate(self.layers):
-            x = self._forward_layer(layer, x, graph)
-            if i < len(self.layers) - 1:
-                x = self.act(self.norms[i](x))
-                x = F.dropout(x, self.config.dropout, self.training)
+        for i in range(len(self.layers)):
+            x = self.layer_step(i, x, graph)
+        return x
+
+    def layer_step(self, i: int, x: Features, graph: PreparedGraph | None) -> torch.Tensor:
+        """Layer ``i`` on ``x`` (the previous layer's output, or the features for ``i = 0``,
+        after input dropout), followed by batch norm, the activation and dropout unless it is
+        the last layer: :meth:`forward` is these steps in turn, and layer-wise inference
+        (:mod:`dpgl.train.minibatch`) runs them one layer at a time over node blocks."""
+        x = self._forward_layer(self.layers[i], x, graph)
+        if i < len(self.layers) - 1:
+            x = self.act(self.norms[i](x))
+            x = F.dropout(x, self.config.dropout, self.training)
         return x
 
     def _forward_layer(self, layer: nn.Module, x: Features, graph: PreparedGraph | None

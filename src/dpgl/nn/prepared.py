@@ -24,6 +24,10 @@ class PreparedGraph:
     edge_index: torch.Tensor
     num_nodes: int
     edge_weight: torch.Tensor | None = None
+    #: weighted in-degrees (self-loop included) that normalise :meth:`gcn_adj`, one per node;
+    #: None: this graph's own. A block of a larger graph (layer-wise inference) passes the
+    #: larger graph's, so that its targets' rows equal the larger graph's rows.
+    gcn_degrees: torch.Tensor | None = None
     _cache: dict[str, SparseOperator] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -31,6 +35,9 @@ class PreparedGraph:
         self.edge_index = self.edge_index.long()
         if self.edge_weight is not None:
             self.edge_weight = self.edge_weight.float()
+        if self.gcn_degrees is not None and self.gcn_degrees.numel() != self.num_nodes:
+            raise ValueError(f"gcn_degrees has {self.gcn_degrees.numel()} entries for "
+                             f"{self.num_nodes} nodes")
 
     @property
     def num_edges(self) -> int:
@@ -50,7 +57,8 @@ class PreparedGraph:
         if self.device == device:
             return self
         moved = PreparedGraph(self.edge_index.to(device), self.num_nodes,
-                              None if self.edge_weight is None else self.edge_weight.to(device))
+                              None if self.edge_weight is None else self.edge_weight.to(device),
+                              self.gcn_degrees)
         moved._cache = {k: op.to(device) for k, op in self._cache.items()}
         return moved
 
@@ -58,7 +66,8 @@ class PreparedGraph:
         """``D^-1/2 (A + I) D^-1/2`` (rows = targets) as a differentiable sparse operator."""
         if "gcn" not in self._cache:
             self._cache["gcn"] = SparseOperator(
-                gcn_normalized_scipy(self.edge_index, self.num_nodes, self.edge_weight)
+                gcn_normalized_scipy(self.edge_index, self.num_nodes, self.edge_weight,
+                                     degrees=self.gcn_degrees)
             ).to(self.device)
         return self._cache["gcn"]
 

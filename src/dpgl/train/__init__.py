@@ -1,4 +1,5 @@
-"""Trainers: full-batch node classification and mini-batch graph classification."""
+"""Trainers: node classification (full batch, or mini-batches with neighbour sampling),
+mini-batch graph classification, DP-SGD."""
 
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,9 @@ if TYPE_CHECKING:
         train_dpsgd,
     )
     from dpgl.train.graph import GraphTrainConfig, train_graph_classifier
+    from dpgl.train.minibatch import MiniBatchConfig, layerwise_inference, train_node_minibatch
     from dpgl.train.node import TrainConfig, TrainResult, train_node_classifier
+    from dpgl.train.sampling import UniformNeighbourSampler
 
 __getattr__, __dir__ = attach(__name__, __file__)
 
@@ -21,11 +24,15 @@ __all__ = [
     "DPSGDConfig",
     "DPSGDResult",
     "GraphTrainConfig",
+    "MiniBatchConfig",
     "TrainConfig",
     "TrainResult",
+    "UniformNeighbourSampler",
     "clip_and_sum",
+    "layerwise_inference",
     "per_sample_gradients",
     "train_dpsgd",
     "train_graph_classifier",
     "train_node_classifier",
+    "train_node_minibatch",
 ]

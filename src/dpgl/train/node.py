@@ -1,4 +1,5 @@
-"""Full-batch node-classification trainer: Adam with weight decay, model selection on the
+"""Full-batch node-classification trainer (and the loop the mini-batch trainer,
+:mod:`dpgl.train.minibatch`, shares): Adam with weight decay, model selection on the
 validation set (best epoch), optional early stopping. Deterministic given ``seed`` on one
 device: the torch RNG is forked, so the caller's global torch state is left untouched
 (:func:`dpgl.device.seeded`)."""
@@ -41,6 +42,8 @@ class TrainResult:
     epochs_run: int
     seconds: float
     history: list[dict[str, float]] = field(default_factory=list)
+    #: seconds spent training ("train") and predicting for validation ("eval"), all epochs
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def _evaluate(
@@ -77,6 +80,42 @@ def train_node_classifier(
     it is, trained there and returned on the device it came with; ``forward``'s inputs must
     be on ``device`` already (:func:`dpgl.device.to_device`).
     """
+    dev = target_device(device)
+    idx = train_idx.to(dev)
+
+    def epoch(model: nn.Module, opt: torch.optim.Optimizer, targets: torch.Tensor) -> float:
+        opt.zero_grad()
+        loss = F.cross_entropy(forward(model)[idx], targets[idx])
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return train_with_selection(model, epoch, forward, y, train_idx, val_idx, test_idx, config,
+                                seed=seed, train_targets=train_targets, device=dev)
+
+
+def train_with_selection(
+    model: nn.Module,
+    train_epoch: Callable[[nn.Module, torch.optim.Optimizer, torch.Tensor], float],
+    predict: Callable[[nn.Module], torch.Tensor],
+    y: torch.Tensor,
+    train_idx: torch.Tensor,
+    val_idx: torch.Tensor,
+    test_idx: torch.Tensor,
+    config: TrainConfig,
+    *,
+    seed: int,
+    train_targets: torch.Tensor | None = None,
+    device: torch.device | str | None = None,
+) -> TrainResult:
+    """The node trainers' loop (full batch and mini-batch share it): re-initialise ``model``
+    under ``seed``, Adam, then per epoch ``train_epoch(model, opt, targets)`` (model in
+    training mode; returns the loss it reports) and ``predict(model)`` (evaluation mode, no
+    gradient; logits of all nodes) for the validation score; keep the best validation epoch
+    (accuracy, ties: lower loss), stop after ``config.patience`` epochs without a better one,
+    and report train/val/test metrics of the kept model's ``predict``. ``targets`` are
+    ``train_targets`` (default ``y``) on the device. ``TrainResult.timings`` holds the seconds
+    spent in ``train_epoch`` ("train") and in ``predict`` ("eval")."""
     if train_idx.numel() == 0:
         raise ConfigError("the training split is empty")
     dev = target_device(device)
@@ -84,6 +123,7 @@ def train_node_classifier(
     y, train_idx, val_idx, test_idx = (t.to(dev) for t in (y, train_idx, val_idx, test_idx))
     targets = y if train_targets is None else train_targets.to(dev)
     num_classes = int(max(int(y.max()), int(targets.max())) + 1)
+    timings = {"train": 0.0, "eval": 0.0}
     start = time.perf_counter()
     with seeded(seed, dev), progress.step("training", total=config.epochs) as bar:
         for module in model.modules():
@@ -95,16 +135,17 @@ def train_node_classifier(
         best_state = copy.deepcopy(model.state_dict())
         best_epoch, since_best, epoch = 0, 0, 0
         for epoch in range(1, config.epochs + 1):
+            t0 = time.perf_counter()
             model.train()
-            opt.zero_grad()
-            loss = F.cross_entropy(forward(model)[train_idx], targets[train_idx])
-            loss.backward()
-            opt.step()
+            loss = train_epoch(model, opt, targets)
+            t1 = time.perf_counter()
             model.eval()
             with torch.no_grad():
-                val = _evaluate(forward(model), y, val_idx, num_classes)
+                val = _evaluate(predict(model), y, val_idx, num_classes)
+            timings["train"] += t1 - t0
+            timings["eval"] += time.perf_counter() - t1
             score = (val["accuracy"], val["loss"])
-            bar.advance(loss=loss.item(), val_accuracy=score[0])
+            bar.advance(loss=loss, val_accuracy=score[0])
             if score[0] > best[0] or (score[0] == best[0] and score[1] < best[1]):
                 best, best_epoch, since_best = score, epoch, 0
                 best_state = copy.deepcopy(model.state_dict())
@@ -115,11 +156,12 @@ def train_node_classifier(
         model.load_state_dict(best_state)
         model.eval()
         with torch.no_grad():
-            logits = forward(model)
+            logits = predict(model)
     model.to(home)
     metrics: dict[str, float] = {}
     for part, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx)):
         labels = targets if part == "train" else y
         for k, v in _evaluate(logits, labels, idx, num_classes).items():
             metrics[f"{part}_{k}"] = v
-    return TrainResult(metrics, best_epoch, epoch, time.perf_counter() - start)
+    return TrainResult(metrics, best_epoch, epoch, time.perf_counter() - start,
+                       timings=timings)
