@@ -230,6 +230,30 @@ def _train(args: argparse.Namespace, job: dict[str, Any], seeds: Any) -> list[di
     return runs
 
 
+def investigate(args: argparse.Namespace, cache: Path) -> None:
+    """``--investigate DATASET,GRAPH,MODEL --variants JSON``: mini-batch variants (changes of
+    this script's options, e.g. ``{"fanout 25": {"fanout": [25, 25]}}``) trained from the
+    cache of a finished run, every seed; prints validation accuracy first (what a choice may
+    look at) and test accuracy for information."""
+    import copy
+    ds, graph, model = args.investigate.split(",")
+    meta = json.loads((cache / f"{ds}-meta.json").read_text())
+    variants = json.loads(args.variants) if args.variants else {"as run": {}}
+    for name, change in variants.items():
+        var = copy.copy(args)
+        for key, value in change.items():
+            if not hasattr(var, key):
+                raise SystemExit(f"--variants: unknown option {key!r}")
+            setattr(var, key, value)
+        runs = _train(var, {"dataset": ds, "graph": graph, "model": model, "mode": "mini",
+                            "cache": str(cache), "meta": meta}, range(args.seeds))
+        val, test = ([r[k] for r in runs] for k in ("val_accuracy", "test_accuracy"))
+        print(f"{ds} {graph} {model} | {name}: val {_ms(val, digits=2)} | test "
+              f"{_ms(test, digits=2)} | epochs {[r['epochs_run'] for r in runs]} (best "
+              f"{[r['best_epoch'] for r in runs]}) | train s/epoch "
+              f"{np.mean([r['train_epoch_seconds'] for r in runs]):.2f}", flush=True)
+
+
 # ------------------------------------------------------------------------------ report
 
 
@@ -349,6 +373,9 @@ def write_readme(out: Path, args: argparse.Namespace, meta: dict[str, Any],
                       f"{c['config']}: run {c['run_test_accuracy']:.4f}, cache "
                       f"{c['cache_test_accuracy']:.4f} ({'equal' if c['equal'] else 'DIFFERENT'})"
                       for c in checks) + "."]
+    if (out / "INVESTIGATION.md").exists():
+        lines += ["", "Where mini-batch falls behind, what moves it (validation accuracy, "
+                  "`--investigate`): [INVESTIGATION.md](INVESTIGATION.md)."]
     lines += ["", "Per-run numbers: `results.json`.", ""]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
@@ -382,12 +409,18 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="cache directory (default: OUT/cache)")
     ap.add_argument("--out", default="results/minibatch")
     ap.add_argument("--no-check", action="store_true", help="skip the run-path check")
+    ap.add_argument("--investigate", default=None, metavar="DATASET,GRAPH,MODEL",
+                    help="train mini-batch variants from the cache of a finished run")
+    ap.add_argument("--variants", default=None, help="JSON: {name: {option: value}}")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--prepare", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.fanout = [int(v) for v in str(args.fanout).split(",")]
     from dpgl.device import cpu_thread_defaults
     cpu_thread_defaults()
+    if args.investigate:
+        investigate(args, Path(args.cache) if args.cache else Path(args.out) / "cache")
+        return
     if args.prepare:
         cache = Path(args.cache) if args.cache else Path(args.out) / "cache"
         meta = prepare(args, args.prepare, cache)
