@@ -293,13 +293,13 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_readme(out: Path, args: argparse.Namespace, meta: dict[str, Any],
                  rows: list[dict[str, Any]], results: list[dict[str, Any]], command: str,
-                 wall: float) -> None:
+                 wall: float, stamp: str) -> None:
     checks = [m["check"] for m in meta.values() if m.get("check")]
     lines = [
         "# Mini-batch vs full-batch training on a private estimated graph (issue #15)",
         "",
         f"Command: `{command}`  ",
-        f"Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; wall time {wall / 60:.1f} min "
+        f"Date: {stamp} UTC; wall time {wall / 60:.1f} min "
         f"on {platform.machine()} with {os.cpu_count()} cores, shared with another job (times "
         "are upper bounds).",
         "",
@@ -374,8 +374,9 @@ def write_readme(out: Path, args: argparse.Namespace, meta: dict[str, Any],
                       f"{c['cache_test_accuracy']:.4f} ({'equal' if c['equal'] else 'DIFFERENT'})"
                       for c in checks) + "."]
     if (out / "INVESTIGATION.md").exists():
-        lines += ["", "Where mini-batch falls behind, what moves it (validation accuracy, "
-                  "`--investigate`): [INVESTIGATION.md](INVESTIGATION.md)."]
+        lines += ["", "What these numbers say, and what moves mini-batch where it falls "
+                  "behind (validation only, `--investigate`): "
+                  "[INVESTIGATION.md](INVESTIGATION.md)."]
     lines += ["", "Per-run numbers: `results.json`.", ""]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
@@ -409,6 +410,8 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="cache directory (default: OUT/cache)")
     ap.add_argument("--out", default="results/minibatch")
     ap.add_argument("--no-check", action="store_true", help="skip the run-path check")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite OUT/README.md from OUT/results.json")
     ap.add_argument("--investigate", default=None, metavar="DATASET,GRAPH,MODEL",
                     help="train mini-batch variants from the cache of a finished run")
     ap.add_argument("--variants", default=None, help="JSON: {name: {option: value}}")
@@ -418,6 +421,13 @@ def main() -> None:
     args.fanout = [int(v) for v in str(args.fanout).split(",")]
     from dpgl.device import cpu_thread_defaults
     cpu_thread_defaults()
+    if args.report_only:  # the README again from results.json (e.g. once INVESTIGATION.md
+        out = Path(args.out)  # is written)
+        saved = json.loads((out / "results.json").read_text())
+        run_args = argparse.Namespace(**saved["args"])
+        write_readme(out, run_args, saved["datasets"], saved["summary"], saved["runs"],
+                     saved["command"], saved["wall_seconds"], saved["date"])
+        return
     if args.investigate:
         investigate(args, Path(args.cache) if args.cache else Path(args.out) / "cache")
         return
@@ -455,11 +465,13 @@ def main() -> None:
                                     *_forward(sys.argv[1:])], check=True)
                     results.append(json.loads(Path(job["result"]).read_text()))
                     rows = summarize(results)
+                    wall = time.perf_counter() - start
+                    stamp = f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}"
                     (out / "results.json").write_text(json.dumps(
                         {"command": command, "args": vars(args), "datasets": meta,
-                         "summary": rows, "runs": results}, indent=1))
-                    write_readme(out, args, meta, rows, results, command,
-                                 time.perf_counter() - start)
+                         "summary": rows, "runs": results, "wall_seconds": wall,
+                         "date": stamp}, indent=1))
+                    write_readme(out, args, meta, rows, results, command, wall, stamp)
     print(f"done in {(time.perf_counter() - start) / 60:.1f} min: {out / 'README.md'}",
           file=sys.stderr)
 

@@ -70,7 +70,7 @@ def fit_node_model(
     p: NodeParams,
     *,
     seed: int,
-    device: object = "cpu",
+    device: torch.device | str | None = "cpu",
     train_targets: torch.Tensor | None = None,
 ) -> MethodOutput:
     """:func:`train_node_model`'s training step with its seed given: a ``kind`` node model

@@ -275,8 +275,10 @@ class NodeParams(Params):
         if self.batch_size is None:
             return None
         from dpgl.train.minibatch import MiniBatchConfig
-        return MiniBatchConfig(self.batch_size,
-                               None if self.fanout is None else tuple(self.fanout))
+        fanout = self.fanout  # a list once validated (one int becomes one per layer)
+        if isinstance(fanout, int):
+            fanout = [fanout] * self.num_layers
+        return MiniBatchConfig(self.batch_size, None if fanout is None else tuple(fanout))
 
     def architecture(self) -> ModelConfig:
         """The node model's architecture these parameters describe."""
