@@ -211,6 +211,18 @@ def machine_notes(pg_version: str | None = None) -> list[str]:
     return notes
 
 
+def commands_and_machines(runs: list[dict[str, Any]]) -> list[str]:
+    """The results page's footer: each distinct command of ``runs``, then each run's machine
+    notes."""
+    lines = ["Commands (from the repository root, `PYTHONPATH=src`):", ""]
+    lines += [f"    {cmd}" for cmd in dict.fromkeys(r["command"] for r in runs)]
+    lines += ["", "Machine:", ""]
+    for r in runs:
+        lines.append(f"* {r['backend']} run, {r['when']}:")
+        lines += [f"    * {n}" for n in r["notes"]]
+    return lines
+
+
 def pg_server_version(url: str) -> str:
     import sqlalchemy as sa
 

@@ -44,6 +44,7 @@ import numpy as np
 from _collection import (
     Submission,
     check_exactly,
+    commands_and_machines,
     pg_server_version,
     precompute,
     private_data,
@@ -423,15 +424,8 @@ def render(data: dict[str, Any]) -> str:
         "response): the server recognised the same bytes and acknowledged them without a "
         "second row.",
         "",
-        "Commands (from the repository root, `PYTHONPATH=src`):",
-        "",
     ]
-    for cmd in dict.fromkeys(r["command"] for r in runs):
-        lines.append(f"    {cmd}")
-    lines += ["", "Machine:", ""]
-    for r in runs:
-        lines.append(f"* {r['backend']} run, {r['when']}:")
-        lines += [f"    * {n}" for n in r["notes"]]
+    lines += commands_and_machines(runs)
     return "\n".join(lines) + "\n"
 
 

@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from _collection import pg_server_version, run_backends
+from _collection import commands_and_machines, pg_server_version, run_backends
 
 OUT = Path(__file__).resolve().parent.parent / "results" / "collection"
 
@@ -225,14 +225,8 @@ def render(data: dict[str, Any]) -> str:
         "variants, NUL, lone surrogates, 5,000 characters, unknown users); bad round ids in "
         "the path (unknown, NUL, invalid UTF-8, encoded slashes and dots, 5,000 "
         "characters).",
-        "",
-        "Commands (from the repository root, `PYTHONPATH=src`):", ""]
-    for cmd in dict.fromkeys(r["command"] for r in runs):
-        lines.append(f"    {cmd}")
-    lines += ["", "Machine:", ""]
-    for r in runs:
-        lines.append(f"* {r['backend']} run, {r['when']}:")
-        lines += [f"    * {n}" for n in r["notes"]]
+        ""]
+    lines += commands_and_machines(runs)
     return "\n".join(lines) + "\n"
 
 

@@ -41,6 +41,7 @@ from _collection import (
     RssSampler,
     Submission,
     check_exactly,
+    commands_and_machines,
     db_size,
     pg_server_version,
     precompute,
@@ -325,15 +326,8 @@ def render(data: dict[str, Any]) -> str:
         "* SQLite commits every report with `synchronous=FULL` (an fsync per report); "
         "PostgreSQL commits with its defaults (fsync on, synchronous_commit on).",
         "",
-        "Commands (from the repository root, `PYTHONPATH=src`):",
-        "",
     ]
-    for cmd in dict.fromkeys(run["command"] for run in runs):
-        lines.append(f"    {cmd}")
-    lines += ["", "Machine:", ""]
-    for run in runs:
-        lines.append(f"* {run['backend']} run, {run['when']}:")
-        lines += [f"    * {n}" for n in run["notes"]]
+    lines += commands_and_machines(runs)
     return "\n".join(lines) + "\n"
 
 
