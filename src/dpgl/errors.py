@@ -69,6 +69,13 @@ def renamed_kwargs(**renames: str | tuple[str, Callable[[Any], Any]]
     return wrap
 
 
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` with the message's whitespace (newlines included) collapsed, for
+    reporting an exception from elsewhere (a worker, a scheduler) in one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def unknown_name(kind: str, name: str, allowed: list[str] | tuple[str, ...]) -> ConfigError:
     """The standard error for an unknown registry name: says what is allowed, and the closest
     allowed name when one is close (a typo)."""

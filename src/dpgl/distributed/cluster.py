@@ -16,17 +16,12 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from dpgl.errors import ConfigError
+from dpgl.errors import ConfigError, one_line
 
 __all__ = ["CONNECT_TIMEOUT", "close_quietly", "connect", "open_client", "start_local_cluster"]
 
 #: Seconds to reach a scheduler and to wait for its first worker.
 CONNECT_TIMEOUT = 5.0
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def start_local_cluster(workers: int, *, retries: int | None = None,
@@ -64,7 +59,7 @@ def open_client(target: Any, timeout: float = CONNECT_TIMEOUT) -> Any:
     try:
         client = Client(target, timeout=timeout, set_as_default=False)
     except (OSError, ValueError) as exc:  # refused, unknown host, timed out
-        raise ConfigError(f"cannot reach the Dask scheduler at {target}: {_one_line(exc)} "
+        raise ConfigError(f"cannot reach the Dask scheduler at {target}: {one_line(exc)} "
                           "(is `dask scheduler` running there?)") from None
     try:
         client.wait_for_workers(1, timeout=timeout)

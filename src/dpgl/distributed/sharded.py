@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -34,7 +34,8 @@ from dpgl import progress
 from dpgl.distributed import tasks
 from dpgl.distributed.blocks import DEFAULT_BLOCK_SIZE, UserBlocks
 from dpgl.distributed.store import ShardStore
-from dpgl.errors import ConfigError, PrivacyError
+from dpgl.distributed.streams import check_seed
+from dpgl.errors import ConfigError, PrivacyError, unknown_name
 from dpgl.privacy import Accountant
 
 __all__ = ["ShardedRun", "StageResult", "map_blocks", "merge_privacy"]
@@ -116,8 +117,7 @@ class ShardedRun:
     accountant: Accountant = field(default_factory=Accountant)
 
     def __post_init__(self) -> None:
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
+        self.seed = check_seed(self.seed)
         self.blocks = UserBlocks(self.store.num_users, self.block_size)
         self.groups = self.blocks.partition(self.partitions)
 
@@ -129,8 +129,7 @@ class ShardedRun:
         if charged:
             merge_privacy(self.accountant, stage, results)
         peak: dict[int, float] = {}
-        for r in results:
-            peak[r.pid] = max(peak.get(r.pid, 0.0), r.peak_rss_mb)
+        _keep_peaks(peak, ((r.pid, r.peak_rss_mb) for r in results))
         return StageResult(stage, sum(r.outputs for r in results),
                            time.perf_counter() - t0, peak, results)
 
@@ -169,8 +168,9 @@ class ShardedRun:
         ``kprop/step-K``; run :meth:`dprr` and :meth:`features` first."""
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ConfigError(f"KProp steps must be an integer >= 1, got {steps!r}")
-        if aggregator not in ("gcn", "mean"):
-            raise ConfigError(f"unknown KProp aggregator {aggregator!r}; choose gcn or mean")
+        from dpgl.graph.kprop import AGGREGATORS
+        if aggregator not in AGGREGATORS:
+            raise unknown_name("KProp aggregator", aggregator, AGGREGATORS)
         x = self.store.array("features", "estimate")
         self.store.array("dprr", "report_size")
         source = ("features", "estimate")
@@ -182,8 +182,7 @@ class ShardedRun:
                          target=target, aggregator=aggregator)
             res = self._stage(f"kprop step {k}", fn, charged=False)
             total.outputs, total.seconds = res.outputs, total.seconds + res.seconds
-            for pid, mb in res.peak_rss_mb.items():
-                total.peak_rss_mb[pid] = max(total.peak_rss_mb.get(pid, 0.0), mb)
+            _keep_peaks(total.peak_rss_mb, res.peak_rss_mb.items())
             total.blocks = res.blocks
             source = target
         return total
@@ -193,3 +192,9 @@ class ShardedRun:
         parts = [self.store.get_block("dprr", b) for b in self.blocks]
         return (np.concatenate([p["user"] for p in parts]).astype(np.int64),
                 np.concatenate([p["neighbor"] for p in parts]).astype(np.int64))
+
+
+def _keep_peaks(peaks: dict[int, float], seen: Iterable[tuple[int, float]]) -> None:
+    """Raise each worker's entry in ``peaks`` (pid -> MB) to the largest value ``seen``."""
+    for pid, mb in seen:
+        peaks[pid] = max(peaks.get(pid, 0.0), mb)

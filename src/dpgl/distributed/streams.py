@@ -18,17 +18,23 @@ import numpy as np
 
 from dpgl.errors import ConfigError
 
-__all__ = ["block_generator", "stream_key"]
+__all__ = ["block_generator", "check_seed", "stream_key"]
+
+
+def check_seed(seed: object) -> int:
+    """A run's seed: a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
 
 
 def stream_key(seed: int, stage: str) -> np.ndarray:
     """The 128-bit Philox key of stage ``stage`` of the run seeded ``seed``."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = check_seed(seed)
     if not isinstance(stage, str) or not stage:
         raise ConfigError(f"a stream needs a non-empty stage name, got {stage!r}")
     tag = int.from_bytes(hashlib.sha256(stage.encode()).digest()[:8], "little")
-    return np.random.SeedSequence([int(seed), tag]).generate_state(2, np.uint64)
+    return np.random.SeedSequence([seed, tag]).generate_state(2, np.uint64)
 
 
 def block_generator(seed: int, stage: str, block: int) -> np.random.Generator:

@@ -22,7 +22,7 @@ import numpy as np
 from dpgl.distributed.blocks import UserBlocks
 from dpgl.distributed.store import ShardStore
 from dpgl.distributed.streams import block_generator
-from dpgl.errors import ConfigError
+from dpgl.errors import unknown_name
 from dpgl.privacy import Accountant
 
 __all__ = ["BlockResult", "dprr_block", "features_block", "kprop_block", "labels_block",
@@ -135,7 +135,7 @@ def kprop_block(root: str, blocks: UserBlocks, block: int, source: tuple[str, st
     elif aggregator == "mean":
         w = 1.0 / d_user
     else:
-        raise ConfigError(f"unknown KProp aggregator {aggregator!r}; choose gcn or mean")
+        raise unknown_name("KProp aggregator", aggregator, ("gcn", "mean"))
     w = w.astype(np.float32)
     a = sp.csr_matrix((w, (user - lo, neighbor)), shape=(hi - lo, store.num_users))
     x = store.array(*source)

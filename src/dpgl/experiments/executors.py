@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpgl.errors import ConfigError
+from dpgl.errors import ConfigError, one_line
 
 __all__ = ["EXECUTORS", "Completed", "DaskExecutor", "ProcessExecutor", "check_executor",
            "make_executor"]
@@ -63,11 +63,6 @@ class Completed:
     seconds: float = 0.0
 
 
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _call(fn: Callable[[Any], Any], item: Any) -> tuple[Any, str | None, str, float]:
     """Run ``fn(item)`` in a worker, timed; errors come back as text (they may not
     pickle)."""
@@ -75,7 +70,7 @@ def _call(fn: Callable[[Any], Any], item: Any) -> tuple[Any, str | None, str, fl
     try:
         return fn(item), None, "", time.perf_counter() - t0
     except Exception as exc:
-        return None, _one_line(exc), traceback.format_exc(), time.perf_counter() - t0
+        return None, one_line(exc), traceback.format_exc(), time.perf_counter() - t0
 
 
 def _worker_count(workers: int | None) -> int:
@@ -243,7 +238,7 @@ def _dask_error(exc: BaseException) -> str:
                 f"(the scheduler's allowed-failures); {_NOT_STORED}")
     if isinstance(exc, CancelledError):  # e.g. the scheduler died: scheduler-connection-lost
         return f"cancelled by Dask ({getattr(exc, 'reason', 'unknown')}); {_NOT_STORED}"
-    return f"{_one_line(exc)}; {_NOT_STORED}"
+    return f"{one_line(exc)}; {_NOT_STORED}"
 
 
 def make_executor(name: str, workers: int | None = None, address: str | None = None
