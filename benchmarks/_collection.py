@@ -12,12 +12,15 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import sqlite3
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -209,6 +212,41 @@ def machine_notes(pg_version: str | None = None) -> list[str]:
                      "fsync on)")
     notes.append(SHARED_MACHINE_NOTE)
     return notes
+
+
+@dataclass(frozen=True)
+class ScratchDatabase:
+    """A benchmark's fresh database: its URL, a temporary directory for the run's files, the
+    SQLite file (None on PostgreSQL) and the PostgreSQL server version (None on SQLite)."""
+
+    url: str
+    tmp: Path
+    sqlite_path: str | None
+    pg_version: str | None
+
+
+@contextlib.contextmanager
+def scratch_database(backend: str, name: str, *,
+                     pg_settings: dict[str, str] | None = None) -> Iterator[ScratchDatabase]:
+    """A fresh database for ``backend``: a SQLite file in a temporary directory, or database
+    ``name`` on a temporary PostgreSQL server (:class:`dpgl.service.pgtemp.TempPostgres`
+    with ``pg_settings``); the server is stopped and the directory removed on exit."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"dpgl-{name}-"))
+    pg = None
+    try:
+        if backend == "sqlite":
+            path = str(tmp / "server.db")
+            yield ScratchDatabase(f"sqlite:///{path}", tmp, path, None)
+        else:
+            from dpgl.service.pgtemp import TempPostgres
+            pg = TempPostgres(settings=pg_settings) if pg_settings else TempPostgres()
+            pg.start()
+            url = pg.create_database(name)
+            yield ScratchDatabase(url, tmp, None, pg_server_version(url))
+    finally:
+        if pg is not None:
+            pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def commands_and_machines(runs: list[dict[str, Any]]) -> list[str]:

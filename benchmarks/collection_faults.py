@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import json
 import random
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -45,10 +44,10 @@ from _collection import (
     Submission,
     check_exactly,
     commands_and_machines,
-    pg_server_version,
     precompute,
     private_data,
     run_backends,
+    scratch_database,
     setup_database,
     sha256_text,
 )
@@ -206,18 +205,8 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     for s in specs:  # random order of arrival
         order = rng.permutation(len(subs[s.round_id]))
         subs[s.round_id] = [subs[s.round_id][i] for i in order]
-    tmp = Path(tempfile.mkdtemp(prefix="dpgl-faults-"))
-    pg = None
-    pg_version = None
-    try:
-        if backend == "sqlite":
-            url = f"sqlite:///{tmp / 'server.db'}"
-        else:
-            from dpgl.service.pgtemp import TempPostgres
-            pg = TempPostgres()
-            pg.start()
-            url = pg.create_database("faults")
-            pg_version = pg_server_version(url)
+    with scratch_database(backend, "faults") as sdb:
+        url, tmp, pg_version = sdb.url, sdb.tmp, sdb.pg_version
         tokens = setup_database(url, args.users, specs)
         stats = Stats()
         kill_log: list[dict[str, Any]] = []
@@ -308,11 +297,6 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         out["ok"] = ok
         print(f"[{backend}] {json.dumps(out)}", flush=True)
         return out
-    finally:
-        if pg is not None:
-            pg.stop()
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def validate_rows(url: str, specs: list[RoundSpec]) -> dict[str, int]:

@@ -20,13 +20,12 @@ rate limit is raised (``--rate``) so that refusals are the validators', not the 
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from _collection import commands_and_machines, pg_server_version, run_backends
+from _collection import commands_and_machines, run_backends, scratch_database
 
 OUT = Path(__file__).resolve().parent.parent / "results" / "collection"
 
@@ -57,18 +56,8 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     from dpgl.service.db import Database
     from dpgl.service.fuzzcases import CATEGORIES, prepare, requests, stored_state
     from dpgl.service.process import ServerProcess
-    tmp = Path(tempfile.mkdtemp(prefix="dpgl-fuzz-"))
-    pg = None
-    pg_version = None
-    try:
-        if backend == "sqlite":
-            url = f"sqlite:///{tmp / 'server.db'}"
-        else:
-            from dpgl.service.pgtemp import TempPostgres
-            pg = TempPostgres()
-            pg.start()
-            url = pg.create_database("fuzz")
-            pg_version = pg_server_version(url)
+    with scratch_database(backend, "fuzz") as sdb:
+        url, pg_version = sdb.url, sdb.pg_version
         with Database(url) as db:
             target = prepare(db, args.users, seed=args.seed)
             before = stored_state(db)
@@ -121,11 +110,6 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         print(f"[{backend}] {total} requests in {wall:.0f} s; 2xx/5xx answers: {len(bad)}; "
               f"stored reports changed: {bool(changed)}", flush=True)
         return out
-    finally:
-        if pg is not None:
-            pg.stop()
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 #: what the first runs found, before the fixes (kept with the results)

@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import json
 import resource
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -43,9 +42,9 @@ from _collection import (
     check_exactly,
     commands_and_machines,
     db_size,
-    pg_server_version,
     precompute,
     run_backends,
+    scratch_database,
     setup_database,
 )
 from dpgl.collection.spec import RoundSpec
@@ -120,20 +119,8 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         subs[r] = precompute(specs[r], users.tolist(), seed=args.seed)
         print(f"[{backend}] {r}: {len(subs[r])} reports drawn "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    tmp = Path(tempfile.mkdtemp(prefix="dpgl-load-"))
-    pg = None
-    pg_version = None
-    sqlite_path = None
-    try:
-        if backend == "sqlite":
-            sqlite_path = str(tmp / "server.db")
-            url = f"sqlite:///{sqlite_path}"
-        else:
-            from dpgl.service.pgtemp import TempPostgres
-            pg = TempPostgres(settings={"max_connections": "200"})
-            pg.start()
-            url = pg.create_database("load")
-            pg_version = pg_server_version(url)
+    with scratch_database(backend, "load", pg_settings={"max_connections": "200"}) as sdb:
+        url, sqlite_path, pg_version = sdb.url, sdb.sqlite_path, sdb.pg_version
         t1 = time.perf_counter()
         tokens = setup_database(url, args.users, [specs[r] for r in rounds])
         setup_s = time.perf_counter() - t1
@@ -193,12 +180,6 @@ def run_backend(backend: str, args: argparse.Namespace) -> dict[str, Any]:
                 shown = {k: v for k, v in row.items() if k != "verified"}
                 print(f"[{backend}] {r}: {json.dumps(shown)}", flush=True)
         return out
-    finally:
-        if pg is not None:
-            pg.stop()
-        for p in tmp.glob("*"):
-            p.unlink()
-        tmp.rmdir()
 
 
 def observations(runs: list[dict[str, Any]]) -> list[str]:
