@@ -16,12 +16,14 @@ One run, in steps (each a function below):
 4. :func:`_calibrate` + :func:`_release`: DP-APPR-EM (option I ``dpar-em0`` / option II
    ``dpar-em1``) or DP-APPR-GM (``dpar-gm``) or the exact top-K (``dpar-nonprivate``); the
    release charges the run's accountant for its M rows.
-5. :func:`_propagation_matrix`: Pi over the universe (source rows = released top-K, every other
-   present node its identity row), each node's occurrences in other rows capped at
-   ``max_other`` and columns clipped to l1 <= tau (Alg. 2 line 3): post-processing of the
-   release, whose largest column count fixes how many examples one node can change.
-6. DP-SGD over the present nodes' rows of Pi (Eq. 1 model, Alg. 2); the trainer charges the
-   multi-term RDP bound for 1 + max_other examples per node.
+5. :func:`_propagation_matrix`: Pi over the universe from the release and public ids only
+   (the released rows of all M sources, the identity row of every other id), each id's
+   occurrences in other rows capped at the public ``max_other`` and columns clipped to
+   l1 <= tau (Alg. 2 line 3): post-processing of the release. Presence only selects rows, so
+   one node changes at most 1 + ``max_other`` examples.
+6. DP-SGD over the present nodes' rows of Pi (Eq. 1 model, Alg. 2); the noise is calibrated
+   and the trainer charges the multi-term RDP bound for 1 + ``max_other`` examples per node
+   (the public cap, never a count measured on the data).
 7. Inference on the test graph by P power-iteration steps (Eq. 4; evaluation).
 
 Accounting (``accounting`` parameter; docs/node-dp.md has the details):
@@ -216,32 +218,28 @@ def _release(variant: str, appr: sp.csr_matrix, p: DPARParams, noise: _Noise, d_
     return _appr_randomizer(variant, p, noise, d_half).release(appr, rng)
 
 
-def _propagation_matrix(released: sp.csr_matrix, sources: np.ndarray, ids: np.ndarray,
-                        universe: int, p: DPARParams, private: bool
-                        ) -> tuple[sp.csr_matrix, int]:
-    """Pi over the universe: released rows for the present sources, identity rows for the
-    other present nodes, no row for absent ids; occurrences capped, columns clipped."""
+def _propagation_matrix(released: sp.csr_matrix, sources: np.ndarray, universe: int,
+                        p: DPARParams, private: bool) -> sp.csr_matrix:
+    """Pi over the universe as a function of the release and of public ids only: the released
+    rows of all M sources (present in the sample or not), the identity row of every other id;
+    each id's occurrences in other rows capped at ``max_other`` and columns clipped to l1 <=
+    tau. Which nodes are present then only selects rows (an absent id has no example) and
+    zeroes features, so removing node v changes v's own example and the <= ``max_other``
+    examples whose rows contain v, and no other (capping or clipping over the present rows
+    alone would let v's row decide which other rows keep an entry, or how they are scaled)."""
     import numpy as np
     import scipy.sparse as sp
 
-    from dpgl.central.dp_appr import cap_column_occurrences, clip_columns_l1, max_column_occurrences
-    present = np.zeros(universe, dtype=bool)
-    present[ids] = True
+    from dpgl.central.dp_appr import cap_column_occurrences, clip_columns_l1
     rel = released.tocoo()
-    keep = present[sources[rel.row]]
-    rows = [sources[rel.row][keep]]
-    cols = [rel.col[keep]]
-    vals = [rel.data[keep]]
-    others = np.setdiff1d(ids, sources)
-    rows.append(others)
-    cols.append(others)
-    vals.append(np.ones(others.size))
-    pi = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                       shape=(universe, universe))
+    others = np.setdiff1d(np.arange(universe), sources)
+    rows = np.concatenate([sources[rel.row], others])
+    cols = np.concatenate([rel.col, others])
+    vals = np.concatenate([rel.data, np.ones(others.size)])
+    pi = sp.csr_matrix((vals, (rows, cols)), shape=(universe, universe))
     if private:
         pi = cap_column_occurrences(pi, p.max_other)
-    pi = clip_columns_l1(pi, p.tau, p.column_mode)
-    return pi, max_column_occurrences(pi)
+    return clip_columns_l1(pi, p.tau, p.column_mode)
 
 
 def _examples(pi: sp.csr_matrix, ids: np.ndarray, x: torch.Tensor, y: torch.Tensor,
@@ -360,8 +358,9 @@ def train_dpar(train: Data, train_ids: np.ndarray, universe: int, p: DPARParams,
     ``train_ids[i]`` (sorted) of a public universe of ``universe`` ids; every randomizer
     charges the active accountant. Returns (model, info, evaluation-only diagnostics)."""
     import numpy as np
+    import scipy.sparse as sp
 
-    from dpgl.central.dp_appr import topk_nonprivate
+    from dpgl.central.dp_appr import max_column_occurrences, topk_nonprivate
     from dpgl.central.inductive import node_subsample
     from dpgl.nn.decoupled import DecoupledMLP, dpar_example_loss
     from dpgl.privacy import current_accountant, subsampled_inner_target
@@ -391,18 +390,19 @@ def train_dpar(train: Data, train_ids: np.ndarray, universe: int, p: DPARParams,
             exact = topk_nonprivate(appr, p.k) if appr.nnz else appr
             hits = (released > 0).multiply(exact > 0).sum()
             diag["appr_topk_recall"] = float(hits / max(exact.nnz, 1))
-        pi, max_other = _propagation_matrix(released, setup.sources, ids, setup.universe, p,
-                                            private)
-        info["max_other_occurrences"] = max_other
+        pi = _propagation_matrix(released, setup.sources, setup.universe, p, private)
+        # diagnostic only: the noise and the charge use the public cap p.max_other
+        info["max_other_occurrences"] = max_column_occurrences(
+            sp.diags(np.isin(np.arange(setup.universe), ids).astype(float)) @ pi)
         if dp_sgd:
-            z, paper_sgd = _calibrate_sgd(variant, p, setup, noise, epsilon, max_other)
+            z, paper_sgd = _calibrate_sgd(variant, p, setup, noise, epsilon, p.max_other)
             if noise.paper is not None:
                 noise.paper.update(paper_sgd)
         feats, weights, labels = _examples(pi, ids, sub.x, sub.y, setup.universe)
         cfg = p.dpsgd_config(public_size=setup.n_public, noise_multiplier=z)
         result = train_dpsgd(model, dpar_example_loss, (feats, weights, labels), cfg,
                              rng=sgd_rng,
-                             accounting=DPSGDAccounting(Unit.NODE_DP, max_other, "DP-SGD"))
+                             accounting=DPSGDAccounting(Unit.NODE_DP, p.max_other, "DP-SGD"))
         diag["train_nodes"] = int(ids.size)
     info["train_seconds"] = result.seconds
     info["noise_multiplier"] = z
