@@ -184,6 +184,34 @@ def _blink(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
                       _per_trial(draw), outcome_groups=((0, 1, 2), (0, 1, 2, 4)))
 
 
+def _blink_pp(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
+    """blink-pp (dpgl's own method): the randomizer its transform holds
+    (``PublicPriorTransform.mechanism``), drawn as the transform draws. Its server is a
+    function of these reports and public data only (``PublicPriorTransform.serve`` takes
+    nothing else; tests/estimators/test_public_prior.py checks that the estimate does not
+    move when the true graph does and the reports do not)."""
+    from dpgl.estimators.public_prior import PairCovariates
+    from dpgl.transforms import PublicPriorTransform
+    share = float(p["degree_share"])
+    cov = PairCovariates(np.array([0, 0, 1, 1]), np.array([0, 1]), np.array([2, 3]))
+
+    def client(e: float) -> Any:
+        return PublicPriorTransform(e, share, "hybrid", 0, covariates=cov).mechanism
+
+    claim = claim_of(lambda: client(eps).simulate_lists(*_lists(1), _N,
+                                                        np.random.default_rng(0)),
+                     Unit.EDGE_LDP)
+    mech = client(f * eps)
+
+    def draw(which: int, rng: np.random.Generator) -> np.ndarray:
+        rep, noisy = mech.simulate_lists(*_lists(which), _N, rng)
+        return np.r_[_bits(rep.user, rep.neighbor, 0), noisy[0], noisy[1:].sum()]
+
+    return AuditSetup(claim, "user 0's list {} vs {1} (others fixed)",
+                      (*_BIT_NAMES, "noisy degree of user 0", "others' noisy degrees"),
+                      _per_trial(draw), outcome_groups=((0, 1, 2), (0, 1, 2, 4)))
+
+
 def _lap(variant: str) -> Callable[[float, dict[str, Any], float], AuditSetup]:
     keys = pair_to_index(np.zeros(_N - 1, dtype=np.int64), np.arange(1, _N), _N)
 
@@ -435,6 +463,9 @@ LOCAL_AUDITS: dict[str, AuditableMechanism] = {
                            _dprr_graph, params={"n_max": 500}, kind="randomizer", trials=8000),
         AuditableMechanism("blink", "Blink: RR adjacency + discrete Laplace degree",
                            _blink, params={"degree_share": 0.1}, kind="randomizer", trials=8000),
+        AuditableMechanism("blink-pp", "blink-pp (dpgl): the randomizer of its transform "
+                                       "(PublicPriorTransform.mechanism)", _blink_pp,
+                           params={"degree_share": 0.1}, kind="randomizer", trials=8000),
         AuditableMechanism("locallap", "LocalLap: Laplace bits + discrete Laplace degree "
                                        "(LapCandidates, the top-T server's input)",
                            _lap("locallap"), kind="randomizer", trials=8000),

@@ -251,3 +251,44 @@ class BlinkHybrid(_Blink):
     display_name = "Blink-Hybrid"
     variant = "hybrid"
     summary = "Blink: keep the top ||P||_1 posteriors as edge weights"
+
+
+class PublicPriorParams(BlinkParams):
+    knn: int = Field(10, ge=1, description="feature k-nearest neighbours that form the prior's "
+                     "k-pair covariate")
+    graph: Literal["hybrid", "hard", "soft"] = Field(
+        "hybrid", description="hybrid: the top ||P||_1 posteriors as weights; hard: P > 1/2; "
+        "soft: every posterior >= floor as a weight")
+    floor: float = Field(1e-2, gt=0, lt=1, description="smallest posterior kept by graph=soft")
+
+
+@register
+class BlinkPublicPrior(EdgeLDPMethod):
+    """dpgl's own method (docs/own-method.md): Blink's reports and posterior, with a prior
+    whose logit adds a feature-kNN and a same-group covariate computed from the public
+    features and training labels, fitted by the method of moments on the reports
+    (:mod:`dpgl.estimators.public_prior`). Post-processing of Blink's reports."""
+
+    name = "blink-pp"
+    display_name = "Blink-PP (dpgl)"
+    summary = ("Blink's reports; prior from public features and training labels (kNN and "
+               "same-group covariates, moments fitted on the reports); Hybrid graph")
+    budget_split = "degree_share to the noisy degree, the rest to RR on every bit (Blink's)"
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": PublicPriorParams}
+
+    def estimate(self, ctx: RunContext) -> tuple[Any, Any, EdgeLDPTransform]:
+        from dpgl.estimators.public_prior import public_covariates
+        from dpgl.transforms import PublicPriorTransform
+        p = ctx.params
+        assert ctx.epsilon is not None and isinstance(p, PublicPriorParams)
+        data = ctx.dataset
+        split = node_split(ctx, data)
+        seed = ctx.rng.spawn(1)[0]  # the same draw as Blink's: the same reports
+        cov = public_covariates(data.x, data.y, split[0], knn=p.knn)
+        transform = PublicPriorTransform(ctx.epsilon, p.degree_share, variant=p.graph,
+                                         seed=seed, covariates=cov, floor=p.floor)
+        return split, transform(data), transform
+
+    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+        raise NotImplementedError("blink-pp builds its transform in estimate (it needs the "
+                                  "run's split)")

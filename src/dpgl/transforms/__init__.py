@@ -5,11 +5,11 @@ new ``Data`` and never mutates its input, and its ``repr`` shows its arguments.
 
 Edge LDP (:class:`EdgeLDPTransform` subclasses; the graph in, the server's estimate out):
 :class:`RRTransform`, :class:`SymRRTransform`, :class:`DPRRTransform`,
-:class:`BlinkTransform`, :class:`LocalLapTransform` (L-DpGCN / LocalLap),
-:class:`LDPGenTransform`. Feature and label LDP: :class:`CollectFeatures`,
-:class:`CollectLabels`. The randomizers themselves live in :mod:`dpgl.mechanisms`, the
-server-side estimators in :mod:`dpgl.estimators`; dataset preprocessing transforms in
-:mod:`dpgl.datasets.transforms`.
+:class:`BlinkTransform`, :class:`PublicPriorTransform` (dpgl's ``blink-pp``),
+:class:`LocalLapTransform` (L-DpGCN / LocalLap), :class:`LDPGenTransform`. Feature and
+label LDP: :class:`CollectFeatures`, :class:`CollectLabels`. The randomizers themselves live
+in :mod:`dpgl.mechanisms`, the server-side estimators in :mod:`dpgl.estimators`; dataset
+preprocessing transforms in :mod:`dpgl.datasets.transforms`.
 """
 
 from typing import TYPE_CHECKING
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
     from dpgl.transforms.ldpgen_transform import LDPGenTransform
     from dpgl.transforms.local_lap_transform import LocalLapTransform
+    from dpgl.transforms.public_prior_transform import PublicPriorTransform
     from dpgl.transforms.rr_transform import RRTransform
     from dpgl.transforms.sym_rr_transform import SymRRTransform
 
@@ -37,6 +38,7 @@ __all__ = [
     "EdgeLDPTransform",
     "LDPGenTransform",
     "LocalLapTransform",
+    "PublicPriorTransform",
     "RRTransform",
     "SymRRTransform",
 ]

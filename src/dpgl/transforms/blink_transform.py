@@ -47,3 +47,4 @@ class BlinkTransform(EdgeLDPTransform):
             est = server.soft(**self.soft_options)
         self.last_info = dict(est.info, reports=len(reports))
         return est.edge_index()
+
