@@ -218,6 +218,24 @@ def test_dropping_the_log_mean_term_is_violated() -> None:
     assert all(worst_renyi(a0, a1, i) <= full[i] for i in LAMBDAS)
 
 
+def test_poisson_bound_fails_below_mean_one() -> None:
+    """Why PoissonRepetitions needs mu >= 1: Thm 6's formula at mu = 0.5 (log(mu) < 0) is
+    exceeded by the exact selection near lambda = 1."""
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_delta
+
+    cands = CONFIGS["one RR, score = output"]
+    base = exact_curve(cands)
+    mu = 0.5
+    formula = np.array([base[i] + mu * compute_delta(ORDERS, base, math.log1p(1 / (lam - 1)))[0]
+                        + math.log(mu) / (lam - 1) for i, lam in enumerate(ORDERS)])
+    k_dist = PoissonRepetitions.__new__(PoissonRepetitions)
+    object.__setattr__(k_dist, "mu", mu)          # bypass the constructor's refusal
+    a0, a1 = exact(cands, k_dist)
+    assert any(worst_renyi(a0, a1, i) > max(formula[i], 0.0) + 0.1 for i in LAMBDAS)
+    with pytest.raises(PrivacyError, match=">= 1"):
+        PoissonRepetitions(mu)
+
+
 def test_the_maximum_over_candidates_is_needed() -> None:
     """The curve of the candidate that happens to be drawn is not enough: charging the
     cheaper candidate's curve for a two-candidate selection is violated."""
