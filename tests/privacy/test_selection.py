@@ -189,6 +189,27 @@ def test_pure_rdp_bounds_randomized_response() -> None:
         assert exact_rr[-1] > 0.9 * min(eps, ORDERS[-1] * eps**2 / 2)  # the bound is not slack
 
 
+@pytest.mark.parametrize("shape, mean", [(0.0, 5.0), (1.0, 5.0), (0.5, 10.0), (2.0, 3.0),
+                                         (math.inf, 1.0), (math.inf, 5.0), (math.inf, 30.0)])
+def test_agrees_with_dp_accounting_repeat_and_select(shape: float, mean: float) -> None:
+    """An independent implementation of PS22 Thm 2 / Thm 6 (dp-accounting's
+    RepeatAndSelectDpEvent) gives the same curve on a DP-SGD base (made nondecreasing in the
+    order, as ours is; dp-accounting does that for the negative binomial only)."""
+    import dp_accounting
+    from dp_accounting import dp_event, rdp
+
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(0.02, dp_accounting.GaussianDpEvent(1.0)), 600)
+    base_acc = rdp.RdpAccountant(orders=list(ORDERS))
+    base_acc.compose(event)
+    theirs = rdp.RdpAccountant(orders=list(ORDERS))
+    theirs.compose(dp_event.RepeatAndSelectDpEvent(event, mean, shape))
+    reps = (PoissonRepetitions(mean) if math.isinf(shape)
+            else TruncatedNegativeBinomial.with_mean(shape, mean))
+    ours = selection_rdp(reps, np.asarray(base_acc._rdp))
+    assert ours == pytest.approx(_monotone(np.asarray(theirs._rdp)), rel=1e-9)
+
+
 # ------------------------------------------------------------------ wrong variants are caught
 
 
