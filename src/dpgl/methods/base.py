@@ -12,6 +12,7 @@ import importlib
 import inspect
 import pkgutil
 from abc import ABC
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -126,6 +127,28 @@ class Method(ABC):
         """Protected units whose "no privacy" total these parameters chose on purpose (e.g.
         DPRR's customized setting, where some users send their true lists)."""
         return set()
+
+    def selection_cost(self, task: str, names: Iterable[str]) -> str:
+        """What choosing the values of the parameters ``names`` on validation data costs
+        (docs/privacy.md, "Hyper-parameter selection"):
+
+        * ``"none"``: a non-private method;
+        * ``"post-processing"``: a local-model method and only server-side parameters (none of
+          :attr:`Params.randomizer_params`): every candidate processes the same collection;
+        * ``"collections"``: a local-model method and a parameter its users' randomizers read:
+          one collection per candidate value, whose reports compose (the untrusted server sees
+          them all, so a private selection does not help);
+        * ``"private selection"``: a central-model method: each candidate is a run on the
+          private data, charged by a private selection (:mod:`dpgl.privacy.selection`).
+        """
+        from dpgl.privacy.report import LOCAL_UNITS
+
+        if not self.private:
+            return "none"
+        if self.unit not in LOCAL_UNITS:
+            return "private selection"
+        reach = self.params_model(task).randomizer_params
+        return "collections" if reach & set(names) else "post-processing"
 
     @property
     def unit(self) -> Unit | None:

@@ -46,6 +46,8 @@ class RRParams(NodeParams):
 
 class DPRRParams(NodeParams):
     renamed: ClassVar[dict[str, Renamed]] = {"alpha": Renamed("degree_share", complement)}
+    randomizer_params: ClassVar[frozenset[str]] = frozenset(
+        {"degree_share", "allocation", "non_private_fraction"})
 
     degree_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the "
                                 "Laplace degree (1 - alpha of DPRR's Eq. 8)")
@@ -55,11 +57,15 @@ class DPRRParams(NodeParams):
 
 
 class BlinkParams(NodeParams):
+    randomizer_params: ClassVar[frozenset[str]] = frozenset({"degree_share"})
+
     degree_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the noisy "
                                 "degree (Blink's delta: eps_d = degree_share eps)")
 
 
 class LDPGenParams(NodeParams):
+    randomizer_params: ClassVar[frozenset[str]] = frozenset({"phase1_share"})
+
     phase1_share: float = Field(0.5, gt=0, lt=1, description="share of epsilon for the phase-1 "
                                 "degree vector (LDPGen's eps1 / eps)")
 

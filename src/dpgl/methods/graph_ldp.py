@@ -101,6 +101,10 @@ class GraphLDPParams(GraphParams):
         "alpha": Renamed("degree_share", complement),  # DPRR's Eq. 8 alpha (RR's share)
         "degree_fraction": Renamed("degree_share"),  # LocalLap's
     }
+    # (poison*: the attack of Sec. 6 rewrites the poisoned users' reports; an adversary's
+    # choice, not a parameter the honest users' randomizers read)
+    randomizer_params: ClassVar[frozenset[str]] = frozenset(
+        {"degree_share", "allocation", "n_max", "non_private_fraction"})
 
     non_private_fraction: float = Field(0.0, ge=0, lt=1, description=NON_PRIVATE_FRACTION_HELP)
     degree_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the noisy "

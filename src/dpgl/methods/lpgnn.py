@@ -39,6 +39,8 @@ class LpgnnParams(NodeParams):
 
     renamed: ClassVar[dict[str, Renamed]] = {"steps": Renamed("feature_steps"),
                                              "gaussian_delta": Renamed("delta")}
+    randomizer_params: ClassVar[frozenset[str]] = frozenset(
+        {"feature_mechanism", "m", "delta", "feature_low", "feature_high", "label_epsilon"})
 
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
     batch_norm: bool = True

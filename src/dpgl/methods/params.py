@@ -135,6 +135,14 @@ class Params(BaseModel):
     #: old name -> its :class:`Renamed` (inherited: a subclass adds its own)
     renamed: ClassVar[dict[str, Renamed]] = {}
 
+    #: the parameters the users' randomizers read (local-model methods): the device's
+    #: mechanism, its budget split, its public feature range, which users send true data.
+    #: Choosing among values of one of them needs one collection per value, whose reports
+    #: compose; every other parameter only changes the server's processing of one collection
+    #: (post-processing). :meth:`dpgl.methods.Method.selection_cost` reads it; a test checks
+    #: it against the reports (docs/privacy.md, "Hyper-parameter selection").
+    randomizer_params: ClassVar[frozenset[str]] = frozenset()
+
     @classmethod
     def canonical(cls, data: Mapping[str, Any]) -> dict[str, Any]:
         """``data`` with every old parameter name replaced by its new one (a warning each);
@@ -161,6 +169,9 @@ class Params(BaseModel):
         description of the field it overrides (``Field(description=...)`` is the one place
         a parameter is described; ``dpgl methods NAME`` lists it)."""
         super().__pydantic_init_subclass__(**kwargs)
+        unknown = sorted(set(cls.randomizer_params) - set(cls.model_fields))
+        if unknown:
+            raise TypeError(f"{cls.__name__}.randomizer_params names no parameter: {unknown}")
         for name, info in cls.model_fields.items():
             if info.description:
                 continue

@@ -71,6 +71,9 @@ class SolitudeLinkParams(NodeParams):
 
 
 class SolitudeParams(SolitudeLinkParams):
+    randomizer_params: ClassVar[frozenset[str]] = frozenset(
+        {"feature_epsilon", "feature_low", "feature_high", "label_epsilon"})
+
     variant: Literal["solitude", "lpgnn", "base"] = Field(
         "solitude", description="row of Solitude's Table 3: solitude (everything), lpgnn "
         "(smoothing only), base (raw reports)")

@@ -61,8 +61,15 @@ if TYPE_CHECKING:
     from dpgl.privacy.one_bit import OneBit, one_bit_estimate, one_bit_probability
     from dpgl.privacy.randomized_response import KRandomizedResponse, RandomizedResponse
     from dpgl.privacy.randomizer import Randomizer, compose_parts
+    from dpgl.privacy.rdp import pure_rdp
     from dpgl.privacy.reference_dprr import DegreeRRSampling
     from dpgl.privacy.report import UNIT_SUBJECTS, PrivacyReport, ReportEntry
+    from dpgl.privacy.selection import (
+        PoissonRepetitions,
+        PrivateSelection,
+        TruncatedNegativeBinomial,
+        selection_rdp,
+    )
     from dpgl.privacy.snapping import SnappingMechanism
 
 __getattr__, __dir__ = attach(__name__, __file__)
@@ -85,11 +92,14 @@ __all__ = [
     "MultiBit",
     "OneBit",
     "ParallelScope",
+    "PoissonRepetitions",
     "PrivacyReport",
+    "PrivateSelection",
     "RandomizedResponse",
     "Randomizer",
     "ReportEntry",
     "SnappingMechanism",
+    "TruncatedNegativeBinomial",
     "Unit",
     "advanced_composition",
     "advanced_composition_epsilon",
@@ -120,8 +130,10 @@ __all__ = [
     "optimal_m",
     "parse_audit_params",
     "per_release_epsilon",
+    "pure_rdp",
     "run_audit",
     "sample_discrete_laplace",
+    "selection_rdp",
     "subsampled_inner_target",
     "symmetric_edge_ldp_to_relationship_dp",
 ]

@@ -59,6 +59,7 @@ from dpgl.privacy.dp_events import (
 from dpgl.privacy.guarantee import Guarantee, Unit, check_delta, check_fraction
 from dpgl.privacy.interface import AccountantInterface
 from dpgl.privacy.multiterm import ORDERS
+from dpgl.privacy.rdp import noisy_units, record_rdp
 from dpgl.privacy.report import LOCAL_UNITS, PrivacyReport, ReportEntry
 from dpgl.privacy.scopes import (
     Part,
@@ -247,7 +248,7 @@ class Accountant(AccountantInterface):
                 details += f", delta slack {slack:g}"
         entry = ReportEntry(name, guarantee.unit, composed.epsilon, composed.delta, mechanism,
                             "pure" if composed.is_pure else "approx", count, used, details)
-        self._parts.append(Part(entry))
+        self._parts.append(Part(entry, release=guarantee))
         return composed
 
     def spend_gaussian(self, name: str, *, noise_multiplier: float, steps: int = 1,
@@ -318,6 +319,12 @@ class Accountant(AccountantInterface):
 
     # ------------------------------------------------------------------ totals and state
 
+    def rdp_curve(self, unit: Unit | str) -> np.ndarray:
+        """The RDP curve over :data:`~dpgl.privacy.multiterm.ORDERS` of everything recorded for
+        ``unit`` (:func:`dpgl.privacy.rdp.record_rdp`; :class:`PrivacyError` when a part has
+        none, e.g. an (eps, delta) part or data used as is)."""
+        return record_rdp(self._parts, check_unit(unit))
+
     def report(self, delta: float | None = None, *, method: str = "rdp") -> PrivacyReport:
         """Compose everything recorded into a :class:`PrivacyReport`.
 
@@ -341,8 +348,13 @@ class Accountant(AccountantInterface):
                                      min(math.fsum(g.delta for g in local),
                                          math.nextafter(1.0, 0.0)),
                                      Unit.USER_LDP)
+        curves = {}
+        for unit in noisy_units(self._parts):
+            if math.isfinite(totals[unit].epsilon):
+                with contextlib.suppress(PrivacyError):  # a part without an RDP curve
+                    curves[unit] = record_rdp(self._parts, unit)
         return PrivacyReport(ev.entries, totals, per_user, target if ev.has_gauss else None,
-                             method if ev.has_gauss else None, notes)
+                             method if ev.has_gauss else None, notes, rdp=curves)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything recorded (parts, scopes and their members) and the default delta, as

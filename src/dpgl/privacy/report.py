@@ -135,6 +135,10 @@ class PrivacyReport:
     ``public``: the units whose data the method's setting assumes the server knows (e.g.
     Blink's node features and labels, :attr:`dpgl.methods.Method.public`); data of such a unit
     recorded as used as is is reported as public in this setting, not as unprotected data.
+    ``rdp``: the RDP curve over :data:`dpgl.privacy.multiterm.ORDERS` of every unit with a
+    Gaussian or RDP part whose record has one (:func:`dpgl.privacy.rdp.record_rdp`), so that a
+    later selection over runs can be charged from it (:mod:`dpgl.privacy.selection`); stored
+    rounded up to 6 significant digits.
     """
 
     entries: list[ReportEntry] = field(default_factory=list)
@@ -144,6 +148,7 @@ class PrivacyReport:
     method: str | None = None
     notes: list[str] = field(default_factory=list)
     public: frozenset[Unit] = frozenset()
+    rdp: dict[Unit, Any] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -234,8 +239,9 @@ class PrivacyReport:
         return sentence + "."
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serializable form (inf epsilon -> None)."""
-        return {
+        """JSON-serializable form (inf epsilon -> None; ``rdp`` only when there is one)."""
+        from dpgl.privacy.rdp import round_up
+        out = {
             "summary": self.headline,
             "entries": [e.to_dict() for e in self.entries],
             "totals": {u.value: g.to_dict() for u, g in self.totals.items()},
@@ -245,9 +251,13 @@ class PrivacyReport:
             "notes": list(self.notes),
             "public": sorted(u.value for u in self.public),
         }
+        if self.rdp:
+            out["rdp"] = {u.value: round_up(c) for u, c in self.rdp.items()}
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PrivacyReport:
+        from dpgl.privacy.rdp import check_curve
         try:
             return cls(
                 entries=[ReportEntry.from_dict(e) for e in d.get("entries", [])],
@@ -259,8 +269,10 @@ class PrivacyReport:
                 method=d.get("method"),
                 notes=[str(n) for n in d.get("notes", [])],
                 public=frozenset(check_unit(u) for u in d.get("public", [])),
+                rdp={check_unit(u): check_curve(c, f"the stored RDP curve of {u}")
+                     for u, c in (d.get("rdp") or {}).items()},
             )
-        except (KeyError, TypeError, ValueError) as err:
+        except (KeyError, TypeError, ValueError) as err:  # PrivacyError is a ValueError
             raise ConfigError(f"malformed privacy report: {err}") from None
 
     def __str__(self) -> str:

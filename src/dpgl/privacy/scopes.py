@@ -46,11 +46,14 @@ __all__ = [
 
 @dataclass
 class Part:
-    """One recorded release: its report entry, and its Gaussian event or RDP curve if any."""
+    """One recorded release: its report entry, its Gaussian event or RDP curve if any, and
+    the guarantee of each of its ``entry.count`` releases (``release``; kept so that the part
+    can be composed in RDP, :func:`dpgl.privacy.rdp.record_rdp`)."""
 
     entry: ReportEntry
     gaussian: GaussianSpend | None = None
     curve: np.ndarray | None = None
+    release: Guarantee | None = None
 
 
 @dataclass
@@ -235,9 +238,12 @@ def _part_state(p: Part | Scope) -> dict[str, Any]:
     entry = p.entry.to_dict()
     if p.gaussian is not None or p.curve is not None:
         del entry["epsilon"], entry["delta"]   # stated at report time (NaN until then)
-    return {"entry": entry,
-            "gaussian": None if p.gaussian is None else dataclasses.asdict(p.gaussian),
-            "rdp_curve": None if p.curve is None else [float(x) for x in p.curve]}
+    state = {"entry": entry,
+             "gaussian": None if p.gaussian is None else dataclasses.asdict(p.gaussian),
+             "rdp_curve": None if p.curve is None else [float(x) for x in p.curve]}
+    if p.release is not None:
+        state["release"] = p.release.to_dict()
+    return state
 
 
 def record_state(record: Sequence[Part | Scope]) -> list[dict[str, Any]]:
@@ -265,7 +271,11 @@ def _part_from_state(d: dict[str, Any]) -> Part | Scope:
             raise ValueError(f"an RDP curve holds {ORDERS.size} values, got {curve.size}")
     if gaussian is not None or curve is not None:
         entry = dataclasses.replace(entry, epsilon=math.nan, delta=math.nan)
-    return Part(entry, gaussian, curve)
+    release = d.get("release")
+    return Part(entry, gaussian, curve,
+                None if release is None else Guarantee(float(release["epsilon"]),
+                                                       float(release["delta"]),
+                                                       Unit(release["unit"])))
 
 
 def record_from_state(state: Sequence[dict[str, Any]]) -> Record:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from dpgl.experiments.report import summarize, write_report
 from dpgl.experiments.reproductions._tables import md_table, pm
+from dpgl.experiments.selection import local_at_total_budget, selection_costs
 
 
 def _cell(hit: pd.DataFrame) -> str:
@@ -18,15 +19,49 @@ def _cell(hit: pd.DataFrame) -> str:
         hit) else ""
 
 
+def _pm_or(mean: float, std: float, missing: str = "not stored") -> str:
+    return missing if pd.isna(mean) else pm(mean, std)
+
+
+def selection(frame: pd.DataFrame, spec: Any) -> dict[str, Any]:
+    """Uncharged vs charged selection (docs/privacy.md, "Hyper-parameter selection"): what the
+    published selection spends per user, and the accuracy at a total per-user budget with the
+    selection charged (one collection per candidate value) or a fixed public default."""
+    costs = selection_costs(frame)
+    total = local_at_total_budget(frame, selection=spec)
+    rows = [[r["method"], f"{r['total_epsilon']:g}",
+             _pm_or(r["published_mean"], r["published_std"]),
+             _pm_or(r["fixed_mean"], r["fixed_std"]),
+             _pm_or(r["charged_mean"], r["charged_std"])] for _, r in total.iterrows()]
+    c = int(total["collections"].max()) if len(total) else 1
+    table = md_table(["method", "total ε per user",
+                      f"as published: chosen on validation at ε per collection ({c}ε spent)",
+                      "public default, no selection (ε)",
+                      f"chosen on validation, charged: {c} collections at ε/{c}"], rows,
+                     ["---", "---:", "---:", "---:", "---:"])
+    chosen = costs[costs["cost"] == "collections"]
+    free = sorted(costs[(costs["cost"] == "no selection")
+                        & costs["epsilon"].notna()]["method"].unique())
+    top = total[total["total_epsilon"] == total["total_epsilon"].max()] if len(total) else total
+    return {"table": table, "collections": c,
+            "selected": sorted(set(chosen["selected"])), "methods": sorted(set(chosen["method"])),
+            "default": total["default"].iloc[0] if len(total) else "",
+            "single": free, "top": [{k: r[k] for k in ("method", "total_epsilon",
+                                                        "published_mean", "published_spent",
+                                                        "fixed_mean", "charged_mean",
+                                                        "charged_spent")}
+                                    for _, r in top.iterrows()]}
+
+
 def report(ctx: Any) -> dict[str, Any]:
     configs = ctx.repro.configs(ctx.quick)
     frame = ctx.frame(configs)
+    selection_spec = ctx.repro.steps(ctx.quick)[0].grids[0].selection
     written = []
     if not frame.empty:
-        selection = ctx.repro.steps(ctx.quick)[0].grids[0].selection
-        written = write_report(frame, ctx.out_dir, selection=selection,
+        written = write_report(frame, ctx.out_dir, selection=selection_spec,
                                title=f"Blink Fig. 5 ({'quick' if ctx.quick else 'full'} grid)")
-        summary = summarize(frame, selection=selection)
+        summary = summarize(frame, selection=selection_spec)
     else:  # no per-run data committed: the summary the runs gave
         summary = pd.read_csv(ctx.path("results.csv"))
     sub = summary[(summary["dataset"] == "cora") & (summary["model"] == "gcn")]
@@ -50,5 +85,7 @@ def report(ctx: Any) -> dict[str, Any]:
                        ["---"] + ["---:"] * (len(eps) + 1))
     stored = ctx.runs.count(configs) if ctx.runs is not None else None
     missing = [c.label() for c in configs if ctx.runs is not None and not ctx.runs.count([c])]
+    sel = selection(frame, selection_spec) if not frame.empty else None
     return {"paper_rows": paper, "method_table": methods, "stored": stored,
-            "n_configs": len(configs), "missing": missing, "written": written}
+            "n_configs": len(configs), "missing": missing, "written": written,
+            "selection": sel}

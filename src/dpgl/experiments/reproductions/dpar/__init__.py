@@ -14,6 +14,11 @@ import pandas as pd
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.report import format_value, summarize, to_csv
 from dpgl.experiments.reproductions._tables import curve, line_plot, md_table, pivot_md, pm
+from dpgl.experiments.selection import (
+    selection_costs,
+    simulate_private_selection,
+    stored_curves,
+)
 
 BEFORE_FILE = "before-issue-11.csv"
 
@@ -162,6 +167,51 @@ def figures(df: pd.DataFrame, fig1: list[RunConfig], split: list[RunConfig],
     return out, paths
 
 
+#: what a private selection on these runs is charged under, by the unit each method protects
+_UNITS = ("node-DP", "bounded-degree node-DP")
+
+
+def selection(df: pd.DataFrame, rows: list[dict[str, Any]], *, delta: float = 1e-4,
+              seed: int = 0) -> dict[str, Any]:
+    """Uncharged vs charged selection (docs/privacy.md, "Hyper-parameter selection") of the
+    runs in ``df`` grouped like the table (dataset, variant, target eps): a group with one
+    configuration selects nothing; a group with several is a central-model selection, replayed
+    as Papernot & Steinke's (logarithmic K, E[K] = the candidates) and charged from the runs'
+    stored RDP curves (``rows``: their stored records)."""
+    if df.empty:
+        return {"groups": 0, "single": 0, "table": "", "missing_curves": []}
+    df = df.assign(variant=_variant(df), epsilon=_target(df))
+    by = ("dataset", "variant", "epsilon")
+    costs = selection_costs(df, group_by=by)
+    several = costs[costs["n_configs"] > 1]
+    out_rows, missing = [], []
+    for unit in _UNITS:
+        curves = stored_curves(rows, unit)
+        part = df[df["key"].isin(list(curves))]
+        sim = simulate_private_selection(part, curves, unit=unit, delta=delta, seed=seed,
+                                         group_by=by)
+        if len(sim):
+            published = summarize(part, group_by=by, report=["test_accuracy"])
+            sim = sim.merge(published[[*by, "test_accuracy_mean", "test_accuracy_std"]],
+                            on=list(by), suffixes=("", "_published"))
+            out_rows += [[r["dataset"], r["variant"], f"{r['epsilon']:g}",
+                          str(r["n_configs"]), pm(r["test_accuracy_mean_published"],
+                                                  r["test_accuracy_std_published"]),
+                          f"{r['mean_runs']:.3g}", f"{r['charged_epsilon']:.3g}",
+                          pm(r["test_accuracy_mean"], r["test_accuracy_std"])]
+                         for _, r in sim.iterrows()]
+    for _, r in several.iterrows():
+        if not any(o[:3] == [r["dataset"], r["variant"], f"{r['epsilon']:g}"]
+                   for o in out_rows):
+            missing.append(f"{r['dataset']} / {r['variant']} / eps {r['epsilon']:g}")
+    table = md_table(["dataset", "method", "target ε", "candidates",
+                      "uncharged (chosen on validation, target ε)", "E[K]",
+                      f"charged ε (δ = {delta:g})", "charged (Papernot & Steinke)"],
+                     out_rows, ["---"] * 3 + ["---:"] * 5) if out_rows else ""
+    return {"groups": len(costs), "single": int((costs["n_configs"] == 1).sum()),
+            "table": table, "missing_curves": missing}
+
+
 def report(ctx: Any) -> dict[str, Any]:
     repro, quick = ctx.repro, ctx.quick
     configs = repro.configs(quick)
@@ -176,7 +226,14 @@ def report(ctx: Any) -> dict[str, Any]:
     md = _markdown(summary)
     ctx.path("results.md").write_text("# DPAR reproduction: test accuracy\n\n" + md,
                                       encoding="utf-8")
+    rows = ctx.runs.of(tab) if ctx.runs is not None else []
+    sel = selection(df[df["key"].isin([c.key() for c in tab])], rows)
+    sweep = df[df["key"].isin([c.key() for c in split])]
     return {"written": [ctx.path("results.md"), csv, *paths], "table": md, **figs,
+            "selection": sel, "sweep_curves": sum(
+                any(u in (r["privacy"].get("rdp") or {}) for u in _UNITS)
+                for r in (ctx.runs.of(split) if ctx.runs is not None else [])),
+            "sweep_runs": len(sweep),
             "minutes": float(df["time_total"].sum()) / 60 if len(df) else 0.0,
             "stored": ctx.runs.count(configs) if ctx.runs else 0, "planned": len(configs),
             "comparison": _comparison(summary, repro.paper()),
