@@ -16,19 +16,21 @@ from dpgl.experiments.reproductions._tables import Runs, md_table, pivot_md, pm
 from dpgl.experiments.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMES = ["blink", "dpar", "dprr", "lpgnn", "solitude"]
+NAMES = ["blink", "blink-pp", "dpar", "dprr", "lpgnn", "solitude"]
 
 #: sha256 (first 16 hex digits) of the sorted run keys of each quick protocol, taken from the
 #: code before the reproductions became data: same configurations -> same keys -> the stored
 #: runs are reused, nothing re-runs. dprr and lpgnn: the keys after the parameter renames of
 #: docs/glossary.md (alpha -> degree_share, steps -> feature_steps), which a run store
 #: migrates to when it is opened (schema 3; results/lpgnn: 214 of 214 runs found after it).
-QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "dpar": (114, "1b41a7054b827d8e"),
+QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (440, "768a909449042a0e"),
+              "dpar": (186, "d4da3997a893e310"),
               "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (214, "585f64cab23d1e7b"),
               "solitude": (107, "ac177f1050eb61ac")}
 
 #: What each reproduction regenerates (and the test compares byte for byte).
 OUTPUTS = {"blink": ["README.md", "results.md", "results.csv"],
+           "blink-pp": ["README.md", "results.csv"],
            "dpar": ["README.md", "results.md", "results.csv"],
            "dprr": ["README.md", "fig4.csv", "fig5.csv", "fig6.csv", "fig10.csv"],
            "lpgnn": ["README.md", "table3.md", "table3.csv", "fig6_steps_selfloops.csv",
