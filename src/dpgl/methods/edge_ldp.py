@@ -109,9 +109,10 @@ class EdgeLDPMethod(Method):
 
     def estimate(self, ctx: RunContext) -> tuple[Any, Any, EdgeLDPTransform]:
         """The steps before training: the run's split (its first draw, the same for every
-        method and seed), then the users' reports and the server's estimate, a ``Data``
-        with ``edge_index`` and possibly ``edge_weight`` (the users' randomizers charge the
-        run's accountant). Returns (split, estimated graph, the transform that made it)."""
+        method at a seed; with ``split="blink-fixed"`` no draw, the same for every seed),
+        then the users' reports and the server's estimate, a ``Data`` with ``edge_index`` and
+        possibly ``edge_weight`` (the users' randomizers charge the run's accountant).
+        Returns (split, estimated graph, the transform that made it)."""
         data = ctx.dataset
         split = node_split(ctx, data)
         transform = self.transform(ctx, ctx.rng.spawn(1)[0])
