@@ -515,8 +515,9 @@ def reproduce(
     list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", metavar="DATASET", help="Run only this dataset's runs "
-                     "(repeatable) and write no report: several processes can fill one store; "
+        typer.Option("--only", metavar="DATASET|STEP", help="Run only this dataset's runs, or "
+                     "this step's (its label, e.g. Blink's full-grid block cora-gcn; "
+                     "repeatable) and write no report: several processes can fill one store; "
                      "then --report-only."),
     ] = None,
     report_only: Annotated[

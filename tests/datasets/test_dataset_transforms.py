@@ -6,7 +6,14 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from dpgl.datasets import NormalizeFeatures01, OneHotDegreeClipped, TopKClasses, largest_component
+from dpgl.datasets import (
+    NormalizeFeatures01,
+    NormalizeRows,
+    OneHotDegreeClipped,
+    TopKClasses,
+    largest_component,
+    load_dataset,
+)
 from dpgl.datasets.base import undirected_edge_index
 from dpgl.errors import ConfigError, DatasetError
 
@@ -95,3 +102,53 @@ def test_largest_component(toy):
     assert out.num_nodes == 4
     assert torch.equal(out.x, toy.x[:4]) and out.y.tolist() == [2, 2, 0, 2]
     assert out.edge_index.size(1) == 8
+
+
+def test_normalize_rows_is_pygs_normalize_features_on_non_negative_features(toy):
+    from torch_geometric.transforms import NormalizeFeatures
+    toy.x = torch.cat([toy.x[:6], torch.zeros(1, 3)])  # an all-zero row stays zero
+    toy.x[5] = torch.tensor([0.2, 0.1, 0.0])            # a row summing below 1: as PyG, kept
+    snap = _snapshot(toy)
+    out = NormalizeRows()(toy)
+    assert _unchanged(toy, snap)
+    assert torch.allclose(out.x[0], torch.tensor([1.0, 5.0, 2.0]) / 8)
+    assert torch.allclose(out.x[:5].sum(-1), torch.ones(5))
+    assert torch.equal(out.x[6], torch.zeros(3)) and torch.allclose(out.x[5], toy.x[5])
+    assert torch.allclose(out.x, NormalizeFeatures()(toy.clone()).x)
+    assert repr(NormalizeRows()) == "NormalizeRows()"
+    toy.x[0, 0] = -1.0
+    with pytest.raises(DatasetError, match="non-negative"):
+        NormalizeRows()(toy)
+    with pytest.raises(DatasetError, match="no node features"):
+        NormalizeRows()(Data(edge_index=toy.edge_index, num_nodes=7))
+
+
+def test_normalize_rows_option_of_load_dataset() -> None:
+    onehot = load_dataset("csbm", seed=0, num_nodes=50, features="one-hot-degree",
+                          max_degree=8)
+    rows = load_dataset("csbm", seed=0, num_nodes=50, features="one-hot-degree",
+                        max_degree=8, normalize_rows=True)
+    assert torch.equal(rows.x, onehot.x) and rows.feature_range[:2] == (0.0, 1.0)
+    with pytest.raises(DatasetError, match="non-negative"):  # csbm's features are Gaussian
+        load_dataset("csbm", seed=0, num_nodes=50, normalize_rows=True)
+    with pytest.raises(ConfigError, match="exclude each other"):
+        load_dataset("csbm", seed=0, num_nodes=50, normalize_rows=True,
+                     normalize_features=True)
+
+
+def test_blink_protocol_data_on_cora_and_citeseer(shared_data_dir) -> None:
+    """The authors' fixed split on PyG's node order: the test part's largest class is 34.1 %
+    of it on Cora and 20.6 % on CiteSeer, the constant-predictor floors of the paper's flat
+    RR / DPRR / LDPGen curves; row-normalised binary features sum to 1 (0 for CiteSeer's
+    featureless padded test ids)."""
+    from dpgl.graph.splits import blink_fixed_split
+    for name, n, share in (("cora", 2708, 0.341), ("citeseer", 3327, 0.206)):
+        data = load_dataset(name, shared_data_dir, normalize_rows=True)
+        assert data.num_nodes == n
+        test = blink_fixed_split(n).test
+        assert test.numel() == n // 4 + (name == "citeseer")  # 677 and 832
+        y = data.y[test]
+        assert float(torch.bincount(y).max()) / y.numel() == pytest.approx(share, abs=5e-4)
+        sums = data.x.sum(-1)
+        assert bool(torch.isclose(sums, torch.ones(n)).logical_or(sums == 0).all())
+        assert data.feature_range[:2] == (0.0, 1.0)

@@ -35,6 +35,8 @@ FACTORIES = {
     "rr_or": (lambda s: RRTransform(3.0, symmetrize="or", seed=s), True, False),
     "symrr": (lambda s: SymRRTransform(3.0, seed=s), True, False),
     "dprr": (lambda s: DPRRTransform(3.0, seed=s), False, False),
+    "dprr_reported": (lambda s: DPRRTransform(3.0, direction="reported", seed=s), False, False),
+    "rr_reported": (lambda s: RRTransform(3.0, direction="reported", seed=s), False, False),
     "dprr_and_np": (lambda s: DPRRTransform(3.0, symmetrize="and", non_private_fraction=0.2,
                                             seed=s), True, False),
     "blink_hard": (lambda s: BlinkTransform(3.0, variant="hard", seed=s), True, False),
@@ -89,3 +91,30 @@ def test_transform_rejects_bad_graphs() -> None:
         RRTransform(1.0, symmetrize="both", seed=0)
     with pytest.raises(ConfigError, match="Blink variant"):
         BlinkTransform(1.0, variant="medium", seed=0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda direction: RRTransform(2.0, seed=5, direction=direction),
+    lambda direction: DPRRTransform(2.0, seed=5, direction=direction),
+], ids=["rr", "dprr"])
+def test_report_directions_are_transposes(make) -> None:
+    """direction="user": user i's report of j is the edge j -> i (she aggregates from her
+    list); "reported": the edge i -> j (Blink's code: the reported node aggregates from its
+    reporters). The same seed draws the same reports, so the graphs are transposes; the
+    reports are not symmetric, so the two differ."""
+    user = make("user")(make_data()).edge_index
+    reported = make("reported")(make_data()).edge_index
+    as_user = set(map(tuple, user.t().tolist()))
+    as_reported = set(map(tuple, reported.t().tolist()))
+    assert as_reported == {(b, a) for a, b in as_user}
+    assert as_reported != as_user
+    assert "direction='reported'" in repr(make("reported"))
+
+
+def test_report_direction_orients_only_directed_reports() -> None:
+    with pytest.raises(ConfigError, match="report direction"):
+        RRTransform(1.0, seed=0, direction="both")
+    with pytest.raises(ConfigError, match="orients directed reports"):
+        RRTransform(1.0, seed=0, symmetrize="or", direction="reported")
+    with pytest.raises(ConfigError, match="orients directed reports"):
+        DPRRTransform(1.0, seed=0, symmetrize="and", direction="reported")

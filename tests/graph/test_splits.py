@@ -8,7 +8,14 @@ import torch
 from torch_geometric.data import Data
 
 from dpgl.errors import ConfigError
-from dpgl.graph.splits import NodeSplit, graph_split, inductive_split, random_node_split
+from dpgl.graph.splits import (
+    NodeSplit,
+    blink_fixed_split,
+    graph_split,
+    inductive_split,
+    random_node_split,
+    sklearn_shuffle_split,
+)
 
 
 def _labels(n: int, sizes: list[int]) -> torch.Tensor:
@@ -138,3 +145,37 @@ def test_graph_split_stratified():
     a = graph_split(y, rng=9)
     b = graph_split(y, rng=9)
     assert all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
+
+
+def test_sklearn_shuffle_split_reproduces_sklearns_documented_example() -> None:
+    """sklearn's train_test_split docstring: X = np.arange(10).reshape((5, 2)),
+    train_test_split(X, y, test_size=0.33, random_state=42) gives the training rows 2, 0, 3
+    and the test rows 1, 4 (in that order)."""
+    train, test = sklearn_shuffle_split(np.arange(5), 0.33, 42)
+    assert train.tolist() == [2, 0, 3] and test.tolist() == [1, 4]
+    rows = np.arange(10).reshape(5, 2)  # items are permuted, not their positions' values
+    train_rows, test_rows = sklearn_shuffle_split(rows, 0.33, 42)
+    assert train_rows.tolist() == [[4, 5], [0, 1], [6, 7]]
+    assert test_rows.tolist() == [[2, 3], [8, 9]]
+
+
+def test_blink_fixed_split_is_one_fixed_50_25_25_split() -> None:
+    s = blink_fixed_split(11)  # test part ceil(11/2) = 6 -> split again 3 / 3
+    assert (s.train.numel(), s.val.numel(), s.test.numel()) == (5, 3, 3)
+    assert _disjoint(s.train, s.val, s.test)
+    assert torch.equal(torch.sort(torch.cat([s.train, s.val, s.test])).values,
+                       torch.arange(11))
+    again = blink_fixed_split(11)
+    assert all(torch.equal(a, b) for a, b in zip((s.train, s.val, s.test),
+                                                 (again.train, again.val, again.test),
+                                                 strict=True))
+    for idx in (s.train, s.val, s.test):
+        assert idx.dtype == torch.int64 and bool((idx[1:] > idx[:-1]).all())
+    # the second split permutes the first one's test part in its (permuted) order
+    train, val_test = sklearn_shuffle_split(np.arange(11), 0.5, 42)
+    val, test = sklearn_shuffle_split(val_test, 0.5, 42)
+    assert s.test.tolist() == sorted(test.tolist()) and s.val.tolist() == sorted(val.tolist())
+    assert s.train.tolist() == sorted(train.tolist())
+    assert s.test.tolist() != sorted(sklearn_shuffle_split(np.sort(val_test), 0.5, 42)[1])
+    with pytest.raises(ConfigError, match="node count"):
+        blink_fixed_split(-1)

@@ -100,3 +100,67 @@ def test_bad_edge_ldp_configs(kw: dict, msg: str) -> None:
     base.update(kw)
     with pytest.raises(ConfigError, match=msg):
         validate_config(RunConfig(**base))
+
+
+#: Blink's protocol (research note blink-protocol.md): fixed split, no early stopping, the
+#: epoch of the lowest validation loss, reports oriented as in the authors' code
+PAPER = {"split": "blink-fixed", "patience": None, "select_epoch_by": "val_loss"}
+
+
+@pytest.mark.parametrize("method, extra", [
+    ("rr", {"direction": "reported"}), ("dprr", {"direction": "reported",
+                                                 "allocation": "split"}),
+    ("blink-hard", {}), ("none", {}), ("mlp", {}), ("solitude-link", {}),
+])
+def test_paper_protocol_runs(method: str, extra: dict) -> None:
+    private = method not in ("none", "mlp")
+    cfg = RunConfig(dataset="csbm", method=method, epsilon=4.0 if private else None,
+                    params={**PAPER, **extra, "epochs": 6})
+    res = execute_run(cfg)
+    assert res.info["epochs_run"] == 6  # no early stopping
+    assert 1 <= res.info["best_epoch"] <= 6
+
+
+def test_blink_fixed_split_is_the_same_for_every_seed_and_draws_nothing() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+    from torch_geometric.data import Data
+
+    from dpgl.graph.splits import blink_fixed_split
+    from dpgl.methods.common import node_split
+    from dpgl.methods.params import NodeParams
+    data = Data(num_nodes=40)
+    fixed = blink_fixed_split(40)
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        ctx = SimpleNamespace(params=NodeParams(split="blink-fixed"), rng=rng)
+        got = node_split(ctx, data)
+        assert all(torch.equal(a, b) for a, b in zip(got, (fixed.train, fixed.val, fixed.test),
+                                                     strict=True))
+        assert rng.integers(2**31) == np.random.default_rng(seed).integers(2**31)
+    random = node_split(SimpleNamespace(params=NodeParams(), rng=np.random.default_rng(0)), data)
+    assert not torch.equal(random[2], fixed.test)
+
+
+@pytest.mark.parametrize("method, params, msg", [
+    ("rr", {"direction": "sideways"}, "direction"),
+    ("rr", {"direction": "reported", "symmetrize": "or"}, "orients directed reports"),
+    ("dprr", {"direction": "reported", "symmetrize": "and"}, "orients directed reports"),
+    ("symrr", {"direction": "reported"}, "no parameter 'direction'"),
+    ("blink-hard", {"split": "blink-fixed", "train_ratio": 0.4}, "train_ratio does not apply"),
+    ("none", {"split": "blink-fixed", "stratify": True}, "stratify does not apply"),
+    ("none", {"split": "fixed"}, "split"),
+    ("none", {"select_epoch_by": "test_accuracy"}, "select_epoch_by"),
+    ("dpar-em0", {"split": "blink-fixed"}, "split does not apply"),
+    ("features-dpsgd", {"select_epoch_by": "val_loss"}, "select_epoch_by does not apply"),
+])
+def test_bad_paper_protocol_params(method: str, params: dict, msg: str) -> None:
+    from dpgl.methods import get_method
+    private = get_method(method).private
+    model = "mlp" if method.startswith(("dpar", "features")) else "gcn"
+    cfg = RunConfig(dataset="csbm", method=method, model=model, params=params,
+                    epsilon=1.0 if private else None)
+    with pytest.raises(ConfigError, match=msg):
+        validate_config(cfg)

@@ -66,6 +66,9 @@ def reports(monkeypatch: pytest.MonkeyPatch):
     ("dprr", {"degree_share": 0.3, "allocation": "split"},
      {"symmetrize": "or", "weight_decay": 0.0},
      {"degree_share": 0.6}),
+    ("dprr", {"degree_share": 0.3, "allocation": "split"},  # Blink's protocol: server side
+     {"direction": "reported", "split": "blink-fixed", "select_epoch_by": "val_loss"},
+     {"degree_share": 0.6}),
     ("lpgnn", {"label_epsilon": 2.0, "m": 4},
      {"feature_steps": 2, "aggregator": "mean", "label_steps": 2, "forward_correction": False},
      {"m": 8}),

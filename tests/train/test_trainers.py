@@ -110,3 +110,59 @@ def test_graph_trainer_learning_rate_schedule() -> None:
         GraphTrainConfig(lr_step=0)
     with pytest.raises(ConfigError):
         GraphTrainConfig(lr_gamma=0.0)
+
+
+
+class _Scripted(torch.nn.Module):
+    """A 'model' whose logits at epoch k are scripted: ``step`` (a parameter, so the kept
+    state restores it) counts the training epochs; the trainer's re-initialisation and Adam
+    leave it alone (no gradient, no reset_parameters)."""
+
+    def __init__(self, script: list[torch.Tensor]) -> None:
+        super().__init__()
+        self.step = torch.nn.Parameter(torch.zeros(()), requires_grad=False)
+        self.w = torch.nn.Parameter(torch.zeros(()))
+        self.script = script
+
+    def forward(self) -> torch.Tensor:
+        return self.script[int(self.step)] + 0 * self.w
+
+
+def _scripted_run(select_by: str, patience: int | None = None):
+    """Validation nodes 0, 1 (labels 0, 1), test node 2 (label 0). Epoch 1: validation
+    accuracy 1/2, loss 0.43 (the lowest), test right; epoch 2: accuracy 1, loss 0.69, test
+    wrong; epoch 3: accuracy 1/2, loss 1.13, test wrong."""
+    script = [torch.zeros(3, 2),
+              torch.tensor([[2.0, 0.2], [2.0, 1.99], [2.0, 0.2]]),    # epoch 1
+              torch.tensor([[0.01, 0.0], [0.0, 0.01], [0.0, 2.0]]),   # epoch 2
+              torch.tensor([[2.0, 0.0], [2.0, 0.0], [0.0, 2.0]])]     # epoch 3
+    model = _Scripted(script)
+
+    def epoch(m: torch.nn.Module, opt: torch.optim.Optimizer, targets: torch.Tensor) -> float:
+        m.step.data += 1
+        opt.zero_grad()
+        loss = m.w * 1.0
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    from dpgl.train.node import train_with_selection
+    y, idx = torch.tensor([0, 1, 0]), torch.tensor
+    return train_with_selection(model, epoch, lambda m: m(), y, idx([0]), idx([0, 1]),
+                                idx([2]), TrainConfig(epochs=3, patience=patience,
+                                                      select_by=select_by), seed=0)
+
+
+def test_epoch_selection_by_validation_accuracy_or_by_validation_loss() -> None:
+    by_acc = _scripted_run("val_accuracy")  # dpgl's default
+    assert by_acc.best_epoch == 2 and by_acc.metrics["val_accuracy"] == 1.0
+    assert by_acc.metrics["test_accuracy"] == 0.0 and by_acc.epochs_run == 3
+    by_loss = _scripted_run("val_loss")  # Blink's rule: test accuracy at the lowest val loss
+    assert by_loss.best_epoch == 1 and by_loss.metrics["val_accuracy"] == 0.5
+    assert by_loss.metrics["test_accuracy"] == 1.0
+    assert by_loss.metrics["val_loss"] == pytest.approx(0.4256, abs=1e-3)
+    # patience counts the epochs without a lower loss: stops after epoch 2, keeps epoch 1
+    short = _scripted_run("val_loss", patience=1)
+    assert short.best_epoch == 1 and short.epochs_run == 2
+    with pytest.raises(ConfigError, match="select_by must be one of"):
+        TrainConfig(select_by="test_accuracy")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dpgl.datasets.synthetic import barabasi_albert, csbm
     from dpgl.datasets.transforms import (
         NormalizeFeatures01,
+        NormalizeRows,
         OneHotDegreeClipped,
         TopKClasses,
         largest_component,
@@ -44,6 +45,7 @@ __all__ = [
     "FileSpec",
     "GraphDataset",
     "NormalizeFeatures01",
+    "NormalizeRows",
     "OneHotDegreeClipped",
     "Source",
     "TopKClasses",

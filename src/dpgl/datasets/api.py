@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 FEATURE_MODES = ("raw", "one-hot-degree")
 DEFAULT_MAX_DEGREE = 64
-_NODE_OPTIONS = ("normalize_features", "top_k_classes", "largest_component")
+_NODE_OPTIONS = ("normalize_features", "normalize_rows", "top_k_classes", "largest_component")
 _KINDS = ("node", "graph")
 
 
@@ -135,11 +135,14 @@ def load_dataset(
 
     Options for node datasets, applied in this order: ``top_k_classes`` (int),
     ``largest_component`` (bool), ``normalize_features`` (bool, per-feature min-max to
-    [0, 1]). Synthetic datasets also take their generator options (``csbm``: num_nodes,
-    num_classes, avg_degree, homophily, num_features, mean_distance; ``ba``: num_nodes, m).
+    [0, 1]) or ``normalize_rows`` (bool, every node's features divided by their sum: PyG's
+    ``NormalizeFeatures``, the Blink authors' preprocessing; not both). Synthetic datasets
+    also take their generator options (``csbm``: num_nodes, num_classes, avg_degree,
+    homophily, num_features, mean_distance; ``ba``: num_nodes, m).
     """
     from dpgl.datasets.transforms import (
         NormalizeFeatures01,
+        NormalizeRows,
         OneHotDegreeClipped,
         TopKClasses,
         largest_component,
@@ -151,6 +154,10 @@ def load_dataset(
     top_k = options.pop("top_k_classes", None)
     lcc = bool(options.pop("largest_component", False))
     normalize = bool(options.pop("normalize_features", False))
+    rows = bool(options.pop("normalize_rows", False))
+    if normalize and rows:
+        raise ConfigError("normalize_features (min-max per feature) and normalize_rows (per "
+                          "node sum) exclude each other; choose one")
 
     if spec.generate is not None:
         result = spec.generate(rng=make_rng(seed), **options)
@@ -189,6 +196,11 @@ def load_dataset(
     if normalize:
         data = NormalizeFeatures01()(data)
         feature_range = None  # min-max over all nodes: not a public, data-independent range
+    if rows:
+        data = NormalizeRows()(data)
+        if feature_range is not None:  # a non-negative row divided by max(its sum, 1)
+            feature_range = (0.0, 1.0, "non-negative features divided by their node's sum: "
+                             "every value in [0, 1]") if feature_range[0] >= 0 else None
     data.name = spec.name
     # Public metadata for the feature-LDP mechanisms (dpgl.mechanisms.features.FeatureRange).
     data.feature_range = feature_range

@@ -32,7 +32,8 @@ RESERVED_PARAMS = ("task", "dataset", "method", "model", "epsilon", "seed", "dat
 
 #: The dataset preprocessing options (:class:`dpgl.methods.params.DataParams`): a run's
 #: ``data`` section. Given among ``params`` (``-p``, older grids) they move to ``data``.
-DATA_OPTIONS = ("features", "normalize_features", "largest_component", "top_k_classes")
+DATA_OPTIONS = ("features", "normalize_features", "normalize_rows", "largest_component",
+                "top_k_classes")
 
 
 # --------------------------------------------------------------------------------------

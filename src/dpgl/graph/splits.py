@@ -1,11 +1,13 @@
 """Train/validation/test splits for node and graph classification.
 
-All splits are random, drawn from an explicit ``numpy.random.Generator`` (or an int seed),
-never mutate their input, and return sorted int64 index tensors.
+All splits but the fixed one are random, drawn from an explicit ``numpy.random.Generator``
+(or an int seed); every split leaves its input alone and returns sorted int64 index tensors.
 
 * :func:`random_node_split` — transductive node split by ratios (e.g. 50/25/25, the 2:1:1
   split of Blink and LPGNN), optionally stratified by label, optionally keeping only a
   ``label_rate`` fraction of all nodes as labelled training nodes (LPGNN RQ4).
+* :func:`blink_fixed_split` — the Blink authors' one fixed 50/25/25 split (their code's
+  sklearn ``train_test_split`` with ``random_state=42``, replicated with NumPy).
 * :func:`inductive_split` — DPAR's inductive setting (Zhang et al. 2024): disjoint train and
   test subgraphs, edges between them removed.
 * :func:`graph_split` — graph classification splits (e.g. 75/10/15 or 65/15/20).
@@ -173,6 +175,40 @@ def random_node_split(
         unlabeled = np.setdiff1d(tr, chosen, assume_unique=True)
         tr = chosen
     return NodeSplit(_tensor(tr), _tensor(va), _tensor(te), _tensor(unlabeled))
+
+
+def sklearn_shuffle_split(items: np.ndarray, test_size: float, random_state: int
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """``sklearn.model_selection.train_test_split(items, test_size=test_size,
+    random_state=random_state)`` (shuffled, unstratified), without sklearn: sklearn's
+    ``ShuffleSplit`` draws ``RandomState(random_state).permutation(n)``; the first
+    ``ceil(test_size n)`` positions are the test part, the next ``n - ceil(test_size n)`` the
+    training part. Returns ``(train, test)`` in that (permuted) order, as sklearn does."""
+    items = np.asarray(items)
+    n = int(items.shape[0])
+    n_test = math.ceil(test_size * n)
+    perm = np.random.RandomState(random_state).permutation(n)
+    return items[perm[n_test:]], items[perm[:n_test]]
+
+
+#: ``random_state`` of the Blink authors' split (github.com/zhxchd/Blink_GNN,
+#: ``src/data/split.py``)
+BLINK_SPLIT_SEED = 42
+
+
+def blink_fixed_split(num_nodes: int) -> NodeSplit:
+    """The Blink authors' protocol (Zhu, Tan & Xiao, CCS 2023; their code
+    ``src/data/split.py``): ``train, val_test = train_test_split(range(n), test_size=0.5,
+    random_state=42)``, then ``val, test = train_test_split(val_test, test_size=0.5,
+    random_state=42)``. One fixed, unstratified 50/25/25 split, the same for every method,
+    epsilon and run (their runs vary only the LDP noise and the initialisation); on Cora its
+    test part's largest class is 34.1 % of it (30.2 % of the graph)."""
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)) \
+            or num_nodes < 0:
+        raise ConfigError(f"blink_fixed_split needs a node count >= 0, got {num_nodes!r}")
+    train, val_test = sklearn_shuffle_split(np.arange(int(num_nodes)), 0.5, BLINK_SPLIT_SEED)
+    val, test = sklearn_shuffle_split(val_test, 0.5, BLINK_SPLIT_SEED)
+    return NodeSplit(*(_tensor(np.sort(part)) for part in (train, val, test)))
 
 
 def inductive_split(

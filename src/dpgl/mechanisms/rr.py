@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dpgl.errors import GraphError
+from dpgl.errors import ConfigError, GraphError, unknown_name
 from dpgl.graph.pairs import (
     bernoulli_positions,
     index_to_ordered_pair,
@@ -35,7 +35,23 @@ from dpgl.mechanisms.neighbor_list import (
 )
 from dpgl.privacy import Guarantee, RandomizedResponse, Randomizer, Unit
 
-__all__ = ["RR", "DirectedReports", "both_directions", "flip_bits", "xor_sorted"]
+__all__ = ["DIRECTIONS", "RR", "DirectedReports", "both_directions", "check_direction",
+           "flip_bits", "xor_sorted"]
+
+
+#: which end of a directed report receives the messages (:meth:`DirectedReports.edge_index`)
+DIRECTIONS = ("user", "reported")
+
+
+def check_direction(direction: str, symmetrize: str = "directed") -> str:
+    """``direction`` if it is one of :data:`DIRECTIONS` and applies: ``"reported"`` only
+    orients directed reports (a symmetrized graph has no direction)."""
+    if direction not in DIRECTIONS:
+        raise unknown_name("report direction", direction, DIRECTIONS)
+    if direction != "user" and symmetrize != "directed":
+        raise ConfigError(f"direction={direction!r} orients directed reports; with "
+                          f"symmetrize={symmetrize!r} the graph is undirected")
+    return direction
 
 
 @dataclass(frozen=True)
@@ -53,10 +69,20 @@ class DirectedReports:
     def __len__(self) -> int:
         return int(self.user.size)
 
-    def edge_index(self) -> torch.Tensor:
-        """[2, E] int64: row 0 = reported neighbor (source), row 1 = reporting user (target);
-        sorted by (target, source)."""
-        ei, _ = edge_index_from_directed(self.neighbor, self.user, presorted=True)
+    def edge_index(self, direction: str = "user") -> torch.Tensor:
+        """[2, E] int64 in PyG's source -> target convention. ``direction="user"`` (dpgl's
+        default): row 0 = reported neighbor (source), row 1 = reporting user (target), sorted
+        by (target, source): each user aggregates from the neighbors she reported.
+        ``"reported"``: the transpose, row 0 = reporting user, row 1 = reported neighbor,
+        sorted by (source, target): a node aggregates from the users who reported it, as in
+        Blink's code (``edge_index = nonzero(R)`` with R[i, j] user i's report on j; Zhu, Tan
+        & Xiao, CCS 2023, github.com/zhxchd/Blink_GNN ``src/rr/server.py``,
+        ``src/dprr/server.py``)."""
+        check_direction(direction)
+        if direction == "reported":
+            ei, _ = edge_index_from_directed(self.user, self.neighbor, presorted=True)
+        else:
+            ei, _ = edge_index_from_directed(self.neighbor, self.user, presorted=True)
         return ei
 
     def keys(self) -> np.ndarray:

@@ -21,10 +21,15 @@ def node_split(ctx: RunContext, data: Data, *, labels: torch.Tensor | None = Non
     """The run's node split (seeded by the run's generator). With ``stratify`` it is
     stratified on ``labels``: methods whose labels are label-LDP pass the users' *reported*
     labels, so the split never reads a private label (default: ``data.y``, for methods that
-    use the labels as is)."""
-    from dpgl.graph.splits import random_node_split
+    use the labels as is). ``split="blink-fixed"``: the Blink authors' fixed split
+    (:func:`dpgl.graph.splits.blink_fixed_split`), the same for every seed; it draws nothing
+    from the run's generator."""
+    from dpgl.graph.splits import blink_fixed_split, random_node_split
     p = ctx.params
     assert isinstance(p, NodeParams)
+    if p.split == "blink-fixed":
+        fixed = blink_fixed_split(int(data.num_nodes))
+        return fixed.train, fixed.val, fixed.test
     split = random_node_split(
         data.num_nodes,
         train=p.train_ratio,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
@@ -38,10 +38,25 @@ if TYPE_CHECKING:
     from dpgl.transforms import EdgeLDPTransform
 
 Symmetrize = Literal["directed", "or", "and"]
+Direction = Literal["user", "reported"]
+DIRECTION_HELP = ("which end of a directed report receives messages: user (she aggregates "
+                  "from the neighbours she reported) or reported (Blink's code)")
+
+
+def _oriented(params: RRParams | DPRRParams) -> None:
+    if params.direction != "user" and params.symmetrize != "directed":
+        raise ValueError(f"direction={params.direction!r} orients directed reports; with "
+                         f"symmetrize={params.symmetrize!r} the graph is undirected")
 
 
 class RRParams(NodeParams):
     symmetrize: Symmetrize = Field("directed", description=SYMMETRIZE_HELP)
+    direction: Direction = Field("user", description=DIRECTION_HELP)
+
+    @model_validator(mode="after")
+    def _direction(self) -> RRParams:
+        _oriented(self)
+        return self
 
 
 class DPRRParams(NodeParams):
@@ -53,7 +68,13 @@ class DPRRParams(NodeParams):
                                 "Laplace degree (1 - alpha of DPRR's Eq. 8)")
     allocation: Literal["eq8", "split"] = Field("eq8", description=ALLOCATION_HELP)
     symmetrize: Symmetrize = Field("directed", description=SYMMETRIZE_HELP)
+    direction: Direction = Field("user", description=DIRECTION_HELP)
     non_private_fraction: float = Field(0.0, ge=0, lt=1, description=NON_PRIVATE_FRACTION_HELP)
+
+    @model_validator(mode="after")
+    def _direction(self) -> DPRRParams:
+        _oriented(self)
+        return self
 
 
 class BlinkParams(NodeParams):
@@ -88,9 +109,10 @@ class EdgeLDPMethod(Method):
 
     def estimate(self, ctx: RunContext) -> tuple[Any, Any, EdgeLDPTransform]:
         """The steps before training: the run's split (its first draw, the same for every
-        method and seed), then the users' reports and the server's estimate, a ``Data``
-        with ``edge_index`` and possibly ``edge_weight`` (the users' randomizers charge the
-        run's accountant). Returns (split, estimated graph, the transform that made it)."""
+        method at a seed; with ``split="blink-fixed"`` no draw, the same for every seed),
+        then the users' reports and the server's estimate, a ``Data`` with ``edge_index`` and
+        possibly ``edge_weight`` (the users' randomizers charge the run's accountant).
+        Returns (split, estimated graph, the transform that made it)."""
         data = ctx.dataset
         split = node_split(ctx, data)
         transform = self.transform(ctx, ctx.rng.spawn(1)[0])
@@ -138,7 +160,8 @@ class RRMethod(EdgeLDPMethod):
     def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
         from dpgl.transforms import RRTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, RRParams)
-        return RRTransform(ctx.epsilon, symmetrize=ctx.params.symmetrize, seed=seed)
+        return RRTransform(ctx.epsilon, symmetrize=ctx.params.symmetrize, seed=seed,
+                           direction=ctx.params.direction)
 
 
 @register
@@ -183,7 +206,7 @@ class DPRRMethod(EdgeLDPMethod):
         return DPRRTransform(ctx.epsilon, n_max=n, degree_share=p.degree_share,
                              allocation=p.allocation, symmetrize=p.symmetrize,
                              non_private_fraction=p.non_private_fraction,
-                             seed=seed)
+                             direction=p.direction, seed=seed)
 
 
 @register

@@ -218,6 +218,9 @@ class DataParams(Params):
     normalize_features: bool = Field(
         False, description="min-max scale every feature over all nodes (reads every node's "
         "features)")
+    normalize_rows: bool = Field(
+        False, description="divide every node's features by their sum (PyG NormalizeFeatures, "
+        "Blink's preprocessing; each node's own features only)")
     largest_component: bool = Field(False, description="keep the largest connected component only")
     top_k_classes: int | None = Field(
         None, ge=2, description="keep the nodes of the K largest classes (unset: all classes)")
@@ -231,6 +234,9 @@ class NodeParams(Params):
     #: subclass whose method trains otherwise (its own trainer, DP-SGD) says why
     no_minibatch: ClassVar[str] = ""
 
+    split: Literal["random", "blink-fixed"] = Field(
+        "random", description="random: a new split per seed, by the ratios below; "
+        "blink-fixed: the Blink authors' one fixed 50/25/25 split (sklearn, random_state 42)")
     train_ratio: float = Field(0.5, gt=0, lt=1, description="fraction of the nodes in the "
                                "training split")
     val_ratio: float = Field(0.25, ge=0, lt=1, description="fraction of the nodes in the "
@@ -254,6 +260,9 @@ class NodeParams(Params):
     epochs: int = Field(200, ge=1, description="maximum number of training epochs")
     patience: int | None = Field(50, ge=1, description="stop after this many epochs without a "
                                  "better validation score (unset: run every epoch)")
+    select_epoch_by: Literal["val_accuracy", "val_loss"] = Field(
+        "val_accuracy", description="the epoch whose model is kept and tested: the best "
+        "validation accuracy (ties: lower loss) or the lowest validation loss (Blink's code)")
     batch_size: int | None = Field(None, ge=1, description="seed nodes per mini-batch, with "
                                    "neighbour sampling (unset: full batch)")
     fanout: int | list[int] | None = Field(
@@ -302,13 +311,19 @@ class NodeParams(Params):
         """The (non-private) node trainer's configuration these parameters describe."""
         from dpgl.train.node import TrainConfig
         return TrainConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
-                           patience=self.patience)
+                           patience=self.patience, select_by=self.select_epoch_by)
 
     @model_validator(mode="after")
     def _ratios(self) -> NodeParams:
         total = self.train_ratio + self.val_ratio + self.test_ratio
         if total > 1 + 1e-9:
             raise ValueError(f"train_ratio + val_ratio + test_ratio = {total:g} exceeds 1")
+        if self.split == "blink-fixed":
+            given = sorted(k for k in ("train_ratio", "val_ratio", "test_ratio", "stratify",
+                                       "label_rate") if k in self.model_fields_set)
+            if given:
+                raise ValueError(f"split='blink-fixed' is the Blink authors' fixed 50/25/25 "
+                                 f"split: {given[0]} does not apply")
         return self
 
 
@@ -335,6 +350,16 @@ class NodeDPParams(NodeParams):
     @classmethod
     def _batch_size(cls, v: int | None) -> int | None:  # DP-SGD's batch: always allowed
         return v
+
+    @model_validator(mode="after")
+    def _own_protocol(self) -> NodeDPParams:
+        if self.split != "random":
+            raise ValueError("node-DP methods split inductively (inductive_train, "
+                             "val_fraction): split does not apply")
+        if self.select_epoch_by != "val_accuracy":
+            raise ValueError("node-DP methods train a fixed number of DP-SGD epochs: "
+                             "select_epoch_by does not apply")
+        return self
     clip: float = Field(1.0, gt=0, description="DP-SGD per-example gradient clipping norm C")
     inductive_train: float = Field(0.8, gt=0, lt=1, description="fraction of the nodes in the "
                                    "training graph (the rest: validation and test graph)")

@@ -65,7 +65,8 @@ class SolitudeLinkParams(NodeParams):
         """The Solitude training loop's configuration these parameters describe."""
         from dpgl.train.solitude import SolitudeConfig
         return SolitudeConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
-                              patience=self.patience, structure_learning=structure_learning,
+                              patience=self.patience, select_by=self.select_epoch_by,
+                              structure_learning=structure_learning,
                               adj_lr=self.adj_lr, lambda1=self.lambda1, lambda2=self.lambda2,
                               gnn_weight=self.gnn_weight, inner_steps=self.inner_steps)
 

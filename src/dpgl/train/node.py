@@ -1,6 +1,7 @@
 """Full-batch node-classification trainer (and the loop the mini-batch trainer,
 :mod:`dpgl.train.minibatch`, shares): Adam with weight decay, model selection on the
-validation set (best epoch), optional early stopping. Deterministic given ``seed`` on one
+validation set (best epoch: by validation accuracy, or by validation loss as Blink's code
+does), optional early stopping. Deterministic given ``seed`` on one
 device: the torch RNG is forked, so the caller's global torch state is left untouched
 (:func:`dpgl.device.seeded`)."""
 
@@ -27,12 +28,38 @@ class TrainConfig:
     weight_decay: float = 5e-4
     epochs: int = 200
     patience: int | None = 50  # epochs without validation improvement; None = run all epochs
+    #: the kept epoch: "val_accuracy" (ties: lower loss) or "val_loss" (lowest; the first of
+    #: equal ones), see :func:`better_epoch`
+    select_by: str = "val_accuracy"
 
     def __post_init__(self) -> None:
         if self.lr <= 0 or self.weight_decay < 0 or self.epochs < 1:
             raise ConfigError("need lr > 0, weight_decay >= 0 and epochs >= 1")
         if self.patience is not None and self.patience < 1:
             raise ConfigError("patience must be >= 1 or None")
+        check_select_by(self.select_by)
+
+
+SELECT_BY = ("val_accuracy", "val_loss")
+
+
+def check_select_by(select_by: str) -> None:
+    if select_by not in SELECT_BY:
+        raise ConfigError(f"select_by must be one of {', '.join(SELECT_BY)}, got {select_by!r}")
+
+
+def better_epoch(score: tuple[float, float], best: tuple[float, float], select_by: str) -> bool:
+    """Whether an epoch's validation ``(accuracy, loss)`` beats the kept one's.
+
+    ``"val_accuracy"``: higher accuracy, ties broken by lower loss (dpgl's default).
+    ``"val_loss"``: strictly lower loss, so the first of equal losses is kept: the test
+    accuracy reported is the one at the epoch of minimum validation loss, as in Blink's code
+    (Zhu, Tan & Xiao, CCS 2023; github.com/zhxchd/Blink_GNN ``src/blink/run_blink.py``).
+    The starting ``best`` is ``(-1, inf)``, which every epoch beats either way.
+    """
+    if select_by == "val_loss":
+        return score[1] < best[1] or (best[1] == float("inf") and best[0] < 0)
+    return score[0] > best[0] or (score[0] == best[0] and score[1] < best[1])
 
 
 @dataclass
@@ -74,7 +101,8 @@ def train_node_classifier(
     ``train_targets`` (default ``y``) are the labels used in the loss: label-private methods
     pass their noisy/denoised labels here while validation and test use the true ``y`` held
     by the evaluator. Model selection: the epoch with the best validation accuracy (ties:
-    lower validation loss). Returns train/val/test accuracy, micro-F1 and macro-F1.
+    lower validation loss), or with ``config.select_by="val_loss"`` the lowest validation
+    loss. Returns train/val/test accuracy, micro-F1 and macro-F1.
 
     ``device`` (default :func:`dpgl.device.current_device`): the model is initialised where
     it is, trained there and returned on the device it came with; ``forward``'s inputs must
@@ -112,7 +140,8 @@ def train_with_selection(
     under ``seed``, Adam, then per epoch ``train_epoch(model, opt, targets)`` (model in
     training mode; returns the loss it reports) and ``predict(model)`` (evaluation mode, no
     gradient; logits of all nodes) for the validation score; keep the best validation epoch
-    (accuracy, ties: lower loss), stop after ``config.patience`` epochs without a better one,
+    (:func:`better_epoch` by ``config.select_by``: accuracy, ties lower loss; or the lowest
+    loss), stop after ``config.patience`` epochs without a better one,
     and report train/val/test metrics of the kept model's ``predict``. ``targets`` are
     ``train_targets`` (default ``y``) on the device. ``TrainResult.timings`` holds the seconds
     spent in ``train_epoch`` ("train") and in ``predict`` ("eval")."""
@@ -146,7 +175,7 @@ def train_with_selection(
             timings["eval"] += time.perf_counter() - t1
             score = (val["accuracy"], val["loss"])
             bar.advance(loss=loss, val_accuracy=score[0])
-            if score[0] > best[0] or (score[0] == best[0] and score[1] < best[1]):
+            if better_epoch(score, best, config.select_by):
                 best, best_epoch, since_best = score, epoch, 0
                 best_state = copy.deepcopy(model.state_dict())
             else:

@@ -19,6 +19,7 @@ from dpgl.errors import ConfigError
 from dpgl.estimators.solitude import StructureLearner
 from dpgl.nn.weighted_gnn import WeightedGNN
 from dpgl.train.metrics import accuracy, f1_scores
+from dpgl.train.node import better_epoch, check_select_by
 
 __all__ = ["SolitudeConfig", "SolitudeResult", "train_solitude"]
 
@@ -29,6 +30,7 @@ class SolitudeConfig:
     weight_decay: float = 5e-4
     epochs: int = 200
     patience: int | None = 50
+    select_by: str = "val_accuracy"  # or "val_loss" (:func:`dpgl.train.node.better_epoch`)
     structure_learning: bool = True
     adj_lr: float = 0.01
     lambda1: float = 5.0      # ||A~ - A^c||_F^2
@@ -67,14 +69,16 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
     ``targets`` are the training labels (possibly smoothed), ``y_eval`` the labels for
     validation (the server's) and test (the evaluator's). ``output`` maps the logits to the
     log-probabilities used in the training loss (label-propagation head; default identity).
-    Model selection: best validation accuracy (ties: lower validation loss); the returned
-    metrics are those of the best (theta, A^c).
+    Model selection: best validation accuracy (ties: lower validation loss), or the lowest
+    validation loss with ``config.select_by="val_loss"``; the returned metrics are those of
+    the kept (theta, A^c).
 
     ``device`` (default :func:`dpgl.device.current_device`): the GNN is initialised where it
     is; it, the learner (and ``output`` when it is a module) are trained there and returned
     on the devices they came with.
     """
     train_idx, val_idx, test_idx = split
+    check_select_by(config.select_by)
     if train_idx.numel() == 0:
         raise ConfigError("the training split is empty")
     dev = target_device(device)
@@ -117,7 +121,7 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
                                 num_classes)
             score = (val["accuracy"], val["loss"])
             bar.advance(loss=loss.item(), val_accuracy=score[0])
-            if score[0] > best[0] or (score[0] == best[0] and score[1] < best[1]):
+            if better_epoch(score, best, config.select_by):
                 best, best_epoch, since = score, epoch, 0
                 best_state = (copy.deepcopy(model.state_dict()), learner.weight.detach().clone())
             else:

@@ -9,6 +9,7 @@ from dpgl.errors import renamed_kwargs, unknown_name
 from dpgl.estimators.dprr import dprr_graph
 from dpgl.graph.symmetrize import POLICIES
 from dpgl.mechanisms.dprr import DPRR, draw_private_mask
+from dpgl.mechanisms.rr import check_direction
 from dpgl.privacy import check_fraction
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
@@ -22,6 +23,8 @@ class DPRRTransform(EdgeLDPTransform):
     ``degree_share`` is the share of epsilon for the noisy degree (1 - alpha of the paper's
     Eq. 8). ``non_private_fraction`` of the users (drawn at random on each call) send their
     true lists and have no protection; its guarantee is that of the private users.
+    ``direction`` orients directed reports (:func:`dpgl.estimators.dprr.dprr_graph`):
+    ``"user"`` (each user aggregates from her sampled list) or ``"reported"`` (Blink's code).
     """
 
     @renamed_kwargs(alpha=("degree_share", lambda a: 1.0 - a),
@@ -29,9 +32,10 @@ class DPRRTransform(EdgeLDPTransform):
     def __init__(self, epsilon: float, *, n_max: int | None = None, degree_share: float = 0.1,
                  allocation: str = "eq8", symmetrize: str = "directed",
                  non_private_fraction: float = 0.0, seed: SeedLike = None,
-                 secure: bool = False) -> None:
+                 direction: str = "user", secure: bool = False) -> None:
         if symmetrize not in POLICIES:
             raise unknown_name("symmetrization policy", symmetrize, POLICIES)
+        self.direction = check_direction(direction, symmetrize)
         share = check_fraction(degree_share, "degree_share", low_open=True, high_open=True)
         self.mechanism = DPRR(epsilon, n_max=n_max, alpha=1.0 - share, allocation=allocation,
                               secure=secure)
@@ -45,8 +49,7 @@ class DPRRTransform(EdgeLDPTransform):
         args = dict(self.mechanism._repr_args())
         args.pop("alpha")
         return {**args, "degree_share": self.degree_share, "symmetrize": self.symmetrize,
-                "non_private_fraction": self.non_private_fraction}
-
+                "direction": self.direction, "non_private_fraction": self.non_private_fraction}
 
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -56,4 +59,4 @@ class DPRRTransform(EdgeLDPTransform):
         reports, _noisy = self.mechanism.simulate(u, v, num_nodes, rng, private_mask=mask)
         eps1, eps2 = self.mechanism.budget(num_nodes)
         self.last_info = {"reports": len(reports), "eps1": eps1, "eps2": eps2}
-        return dprr_graph(reports, self.symmetrize)
+        return dprr_graph(reports, self.symmetrize, self.direction)

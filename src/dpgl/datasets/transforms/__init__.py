@@ -10,12 +10,14 @@ from torch_geometric.transforms import LargestConnectedComponents
 
 from dpgl.datasets.transforms.largest_component import largest_component
 from dpgl.datasets.transforms.normalize_features01 import NormalizeFeatures01
+from dpgl.datasets.transforms.normalize_rows import NormalizeRows
 from dpgl.datasets.transforms.one_hot_degree_clipped import OneHotDegreeClipped
 from dpgl.datasets.transforms.top_k_classes import TopKClasses
 
 __all__ = [
     "LargestConnectedComponents",
     "NormalizeFeatures01",
+    "NormalizeRows",
     "OneHotDegreeClipped",
     "TopKClasses",
     "largest_component",

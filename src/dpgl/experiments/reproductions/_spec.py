@@ -140,7 +140,8 @@ class Reproduction:
             only: tuple[str, ...] = (), report_only: bool = False,
             threads: int | None = None) -> list[Path]:
         """Run the protocol's steps (resumable), then write the report. ``only``: run just
-        these datasets' runs and write no report (several processes may share the store);
+        these datasets' runs, or these steps' (by label), and write no report (several
+        processes may share the store);
         ``report_only``: run nothing, rewrite the report from the stored runs."""
         from dpgl.experiments.execute import execute_run
         from dpgl.experiments.runner import run_grid
@@ -166,7 +167,8 @@ class Reproduction:
                 getattr(self.hooks, step.measure)(self, out_dir, quick, data_dir)
                 recomputed.append(step.label)
             for grid in step.grids:
-                configs = [c for c in self.expand(grid) if not only or c.dataset in only]
+                configs = [c for c in self.expand(grid)
+                           if not only or c.dataset in only or step.label in only]
                 if not configs:
                     continue
                 with RunStore(out_dir / "runs.sqlite") as store:

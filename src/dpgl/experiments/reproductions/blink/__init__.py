@@ -1,7 +1,10 @@
 """Blink reproduction (Zhu, Tan, Xiao, CCS 2023), Fig. 5: test accuracy vs epsilon of every
-edge-LDP method (Cora / CiteSeer / Facebook; GCN, GraphSAGE, GAT; 2:1:1 random split; LastFM's
-features are not available offline). Grids: ``quick.yaml`` / ``full.yaml``; the paper's
-reference points (Cora, GCN): ``paper.csv``."""
+edge-LDP method (Cora / CiteSeer / Facebook; GCN, GraphSAGE, GAT; LastFM's features are not
+available offline). Quick grid: ``quick.yaml`` (dpgl's protocol, Cora / GCN; the paper's
+reference points: ``paper.csv``). Full grid: the authors' protocol, one step per block
+(``spec.yaml``), their hyper-parameters per configuration (:mod:`.hparams`, applied by
+:func:`prepare`), compared with every Fig. 5 number (``paper_full.csv``,
+:mod:`.paper_compare`)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,19 @@ from typing import Any
 
 import pandas as pd
 
-from dpgl.experiments.report import summarize, write_report
+from dpgl.experiments.config import RunConfig
+from dpgl.experiments.report import summarize, to_csv, write_report
 from dpgl.experiments.reproductions._tables import md_table, pm
+from dpgl.experiments.reproductions.blink import hparams, paper_compare
 from dpgl.experiments.selection import local_at_total_budget, selection_costs
+
+COMPARISON_FILE = "paper_comparison.csv"
+
+
+def prepare(cfg: RunConfig, repro: Any = None) -> RunConfig:
+    """A configuration marked ``hparams: authors`` gets the authors' hyper-parameters for its
+    (dataset, model, method, eps) (:func:`.hparams.apply`); others are left as they are."""
+    return hparams.apply(cfg)
 
 
 def _cell(hit: pd.DataFrame) -> str:
@@ -54,6 +67,46 @@ def selection(frame: pd.DataFrame, spec: Any) -> dict[str, Any]:
 
 
 def report(ctx: Any) -> dict[str, Any]:
+    return _quick_report(ctx) if ctx.quick else full_report(ctx)
+
+
+def full_report(ctx: Any) -> dict[str, Any]:
+    """The full protocol: per block (step), ours against the paper's Fig. 5 number at every
+    point (:mod:`.paper_compare`), the agreement counts per block and overall, and what the
+    hyper-parameters were; writes ``paper_comparison.csv`` (and ``results.md`` /
+    ``results.csv`` / the plot once runs are stored)."""
+    configs = ctx.repro.configs(False)
+    frame = ctx.frame(configs)
+    spec = ctx.repro.steps(False)[0].grids[0].selection
+    written = []
+    summary = pd.DataFrame()
+    if not frame.empty:
+        written = write_report(frame, ctx.out_dir, selection=spec,
+                               title="Blink Fig. 5 (full grid, the authors' protocol)")
+        summary = summarize(frame, selection=spec)
+    paper = paper_compare.read_paper(ctx.repro.dir / "paper_full.csv")
+    table = paper_compare.compare(paper_compare.planned_points(configs), summary, paper)
+    written.append(to_csv(table, ctx.out_dir / COMPARISON_FILE))
+    done = {label: (n, total) for label, n, total in ctx.completeness()}
+    blocks = []
+    for step in ctx.repro.steps(False):
+        grid = step.grids[0]
+        part = table[table["dataset"].isin(grid.datasets) & table["model"].isin(grid.models)]
+        blocks.append({"label": step.label, "dataset": grid.datasets[0],
+                       "model": grid.models[0], "stored": done.get(step.label, (0, 0))[0],
+                       "planned": done.get(step.label, (0, 0))[1],
+                       "table": paper_compare.block_md(part),
+                       "mapped": paper_compare.block_md(part, mapped=True),
+                       "notes": paper_compare.hparam_notes(part)})
+    count = paper_compare.counts(table)
+    return {"blocks": blocks, "counts": paper_compare.counts_md(count),
+            "overall": count.set_index("block").to_dict("index"),
+            "points": paper_compare.POINTS, "stored": ctx.runs.count(configs)
+            if ctx.runs is not None else 0, "n_configs": len(configs), "written": written,
+            "comparison_file": COMPARISON_FILE}
+
+
+def _quick_report(ctx: Any) -> dict[str, Any]:
     configs = ctx.repro.configs(ctx.quick)
     frame = ctx.frame(configs)
     selection_spec = ctx.repro.steps(ctx.quick)[0].grids[0].selection

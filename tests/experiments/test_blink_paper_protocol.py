@@ -1,0 +1,196 @@
+"""Blink's full grid in the authors' protocol: the prepare hook puts the authors' published
+hyper-parameters (authors_hparams.csv) into exactly the marked configurations, the full
+protocol has one step per block with the paper protocol's options, and the comparison report
+(ours vs every Fig. 5 number) counts agreement correctly; all without a real run."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dpgl.errors import ConfigError
+from dpgl.experiments import reproductions
+from dpgl.experiments.config import RunConfig, RunResult
+from dpgl.experiments.execute import validate_config
+from dpgl.experiments.reproductions.blink import hparams, paper_compare, prepare
+
+BLINK = reproductions.get("blink")
+CSV = Path(hparams.__file__).with_name("authors_hparams.csv")
+PAPER = Path(hparams.__file__).with_name("paper_full.csv")
+BLOCKS = [f"{d}-{m}" for d in ("cora", "citeseer", "facebook") for m in ("gcn", "sage", "gat")]
+
+
+def _csv_rows(dataset: str, model: str, method: str, eps: str) -> dict[str, str]:
+    """The CSV's rows of one configuration, read with the csv module (not the hook's code)."""
+    with CSV.open(encoding="utf-8") as f:
+        return {r["param"]: r["value"] for r in csv.DictReader(f)
+                if (r["dataset"], r["model"], r["method"], r["epsilon"])
+                == (dataset, model, method, eps)}
+
+
+def _marked(dataset: str, model: str, method: str, eps: float | None, **params) -> RunConfig:
+    return RunConfig(dataset=dataset, model=model, method=method, epsilon=eps,
+                     params={"hparams": "authors", "lr": 0.01, "dropout": 0.5,
+                             "weight_decay": 5e-4, "epochs": 300, **params})
+
+
+@pytest.mark.parametrize("dataset, model, method, eps", [
+    ("cora", "gcn", "blink-hard", 1), ("citeseer", "sage", "ldpgcn", 5),
+    ("cora", "gat", "dprr", 4), ("citeseer", "gat", "rr", 8), ("cora", "gcn", "ldpgen", 3),
+    ("citeseer", "gat", "none", None), ("facebook", "sage", "blink-soft", 7),
+])
+def test_prepare_puts_the_authors_values_of_the_configuration(dataset, model, method,
+                                                              eps) -> None:
+    rows = _csv_rows(dataset, model, method, "" if eps is None else str(eps))
+    assert rows, "the CSV has this configuration"
+    got = prepare(_marked(dataset, model, method, eps)).params
+    assert "hparams" not in got
+    for name in ("lr", "dropout", "weight_decay", "hidden", "epochs", "degree_share",
+                 "phase1_share"):
+        if name in rows:
+            assert got[name] == pytest.approx(float(rows[name])), name
+    assert got["epochs"] in (200, 300) and got["hidden"] == 16
+    validate_config(prepare(_marked(dataset, model, method, eps)))
+
+
+def test_prepare_maps_the_mlp_solitude_and_a_capped_degree_share() -> None:
+    mlp = prepare(_marked("cora", "gat", "mlp", None)).params  # the MLP row, any model
+    assert mlp["lr"] == float(_csv_rows("cora", "mlp", "mlp", "")["lr"]) == 0.1
+    sol = _csv_rows("cora", "sage", "solitude-link", "4")
+    got = prepare(_marked("cora", "sage", "solitude-link", 4.0)).params
+    assert (got["lr"], got["adj_lr"]) == (float(sol["lr_theta"]), float(sol["lr_adj"]))
+    assert "lambda1" not in got and "lam1" not in got
+    assert hparams.authors_params("cora", "sage", "solitude-link", 4).status == "adapted"
+    fb = _csv_rows("facebook", "gcn", "blink-hard", "1")
+    assert fb["degree_share"] == "1.0"
+    chosen = hparams.authors_params("facebook", "gcn", "blink-hard", 1)
+    assert chosen.params["degree_share"] == 0.9 and chosen.status == "adapted"
+    assert "run at 0.9" in chosen.notes[0]
+    assert hparams.authors_params("cora", "gcn", "blink-hard", 1).status == "authors"
+
+
+def test_prepare_keeps_the_grid_where_the_authors_published_nothing() -> None:
+    cfg = _marked("facebook", "gat", "blink-soft", 2.0, degree_share=0.3)
+    got = prepare(cfg)
+    assert got.params == {k: v for k, v in cfg.params.items() if k != "hparams"}
+    assert hparams.authors_params("facebook", "gat", "blink-soft", 2).status == "none"
+    plain = RunConfig(dataset="cora", method="blink-hard", epsilon=1.0, params={"lr": 0.05})
+    assert prepare(plain).key() == plain.key()  # unmarked: untouched
+    with pytest.raises(ConfigError, match="the only value is 'authors'"):
+        prepare(RunConfig(dataset="cora", method="none", params={"hparams": "mine"}))
+
+
+def test_full_protocol_is_one_paper_protocol_step_per_block() -> None:
+    steps = BLINK.steps(False)
+    assert [s.label for s in steps] == BLOCKS
+    total = 0
+    for step in steps:
+        configs = BLINK.configs(False, step.label)
+        dataset, model = step.label.split("-")
+        assert {(c.dataset, c.model) for c in configs} == {(dataset, model)}
+        methods = {c.method for c in configs}
+        assert ("blink-soft" in methods) == ("solitude-link" in methods) == (model != "gat")
+        assert len(configs) == (174 if model == "gat" else 222)
+        assert {c.epsilon for c in configs if c.epsilon} == set(map(float, range(1, 9)))
+        assert {c.seed for c in configs} == {0, 1, 2}
+        total += len(configs)
+        for c in configs:
+            p = c.params
+            assert "hparams" not in p and c.data == {"normalize_rows": True}
+            assert (p["split"], p["patience"], p["select_epoch_by"]) == (
+                "blink-fixed", None, "val_loss")
+            if c.method in ("rr", "dprr"):
+                assert p["direction"] == "reported"
+            if c.method == "dprr":
+                assert (p["allocation"], p["degree_share"]) == ("split", 0.1)
+            assert p["epochs"] == (200 if c.method in ("rr", "symrr", "ldpgcn",
+                                                       "solitude-link") else 300)
+        for c in configs[:: max(1, len(configs) // 25)]:
+            validate_config(c)
+    assert total == len(BLINK.configs(False)) == 1854
+
+
+def _summary(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["dataset", "model", "method", "epsilon",
+                                       "test_accuracy_mean", "test_accuracy_std", "n_seeds"])
+
+
+def test_compare_and_count_on_a_synthetic_block() -> None:
+    paper = pd.DataFrame(
+        [["toy", "gcn", "none", math.nan, 80.0, 1.0, True],
+         ["toy", "mlp", "mlp", math.nan, 60.0, 1.0, True],
+         ["toy", "gcn", "rr", 1.0, 50.0, 1.0, True],
+         ["toy", "gcn", "rr", 2.0, 50.0, 5.0, True],
+         ["toy", "gcn", "dprr", 1.0, 40.0, 0.5, True]],
+        columns=["dataset", "model", "method", "epsilon", "test_accuracy", "std", "plotted"])
+    planned = pd.DataFrame([["toy", "gcn", m, e] for m, e in [
+        ("none", math.nan), ("mlp", math.nan), ("rr", 1.0), ("rr", 2.0), ("dprr", 1.0),
+        ("ldpgen", 1.0)]], columns=["dataset", "model", "method", "epsilon"])
+    # ours: a scale twice the paper's (none 100, mlp 60): mapped = 60 + (ours - 60) / 2
+    summary = _summary([("toy", "gcn", "none", math.nan, 1.00, 0.01, 3),
+                        ("toy", "gcn", "mlp", math.nan, 0.60, 0.01, 3),
+                        ("toy", "gcn", "rr", 1.0, 0.515, 0.01, 3),   # +1.5: within 2
+                        ("toy", "gcn", "rr", 2.0, 0.54, 0.01, 3),    # +4: within paper std 5
+                        ("toy", "gcn", "dprr", 1.0, 0.20, 0.03, 3)])  # -20: disagrees
+    t = paper_compare.compare(planned, summary, paper).set_index(["method", "epsilon"])
+    assert t.loc[("rr", 1.0), "gap"] == pytest.approx(1.5)
+    assert (t.loc[("rr", 1.0), "within_points"], t.loc[("rr", 1.0), "within_std"]) == (
+        True, False)
+    assert (t.loc[("rr", 2.0), "within_points"], t.loc[("rr", 2.0), "within_std"]) == (
+        False, True)
+    assert not t.loc[("dprr", 1.0), "agree"] and t.loc[("mlp", math.nan), "paper"] == 60.0
+    assert pd.isna(t.loc[("ldpgen", 1.0), "ours"]) and pd.isna(t.loc[("ldpgen", 1.0), "agree"])
+    assert t.loc[("rr", 1.0), "mapped"] == pytest.approx(60 + (51.5 - 60) / 2)
+    assert t.loc[("dprr", 1.0), "mapped"] == pytest.approx(40.0)  # 60 + (20 - 60) / 2
+    assert bool(t.loc[("dprr", 1.0), "mapped_agree"]) and pd.isna(t.loc[("none", math.nan),
+                                                                        "mapped"])
+    assert t.loc[("ldpgen", 1.0), "hparams"] == "none"
+    # none: +20 (no); mlp: 0 (both); rr 1: +1.5 (points); rr 2: +4 (std 5); dprr: -20 (no).
+    # Mapped: rr 1 -> 55.75 (+5.75 > 2), rr 2 -> 57 (+7 > 5), dprr -> 40 (agrees)
+    c = paper_compare.counts(t.reset_index()).set_index("block")
+    assert c.loc["toy-gcn"].to_dict() == {"points": 5, "within_points": 2, "within_std": 2,
+                                          "agree": 3, "mapped_points": 3, "mapped_agree": 1}
+    assert c.loc["all but facebook", "agree"] == 3
+    md = paper_compare.block_md(t.reset_index())
+    assert "| dprr | none | 20.0 / 40.0 (**-20.0**) |" in md
+    assert "| rr | none | 51.5 / 50.0 (+1.5) | 54.0 / 50.0 (+4.0) |" in md
+    assert "| ldpgen | none | not run |" in md.replace("not run / -", "not run")
+
+
+def test_full_report_from_a_synthetic_store_and_only_by_block(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """``--only cora-gcn`` runs that block alone; the report then counts its points: every
+    run returns the paper's value except RR, 10 points below it."""
+    paper = pd.read_csv(PAPER)
+    calls: list[RunConfig] = []
+
+    def fake_run(cfg: RunConfig, data_dir=None) -> RunResult:
+        calls.append(cfg)
+        model = "mlp" if cfg.method == "mlp" else cfg.model
+        hit = paper[(paper["dataset"] == cfg.dataset) & (paper["model"] == model)
+                    & (paper["method"] == cfg.method)
+                    & ((paper["epsilon"] == cfg.epsilon) if cfg.epsilon is not None
+                       else paper["epsilon"].isna())]
+        acc = float(hit["test_accuracy"].iloc[0]) / 100 - (0.10 if cfg.method == "rr" else 0)
+        return RunResult(metrics={"test_accuracy": acc, "val_loss": 1.0, "val_accuracy": acc},
+                         privacy={"totals": {}})
+
+    import dpgl.experiments.execute as execute
+    monkeypatch.setattr(execute, "execute_run", fake_run)
+    BLINK.run(tmp_path, quick=False, data_dir=None, console=None, only=("cora-gcn",))
+    assert len(calls) == 222 and {(c.dataset, c.model) for c in calls} == {("cora", "gcn")}
+    BLINK.report(tmp_path, quick=False)
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "Runs: 222 of 1854 configurations stored" in readme
+    assert "| cora-gcn | 74 | 66 / 74 | 66 / 74 | 66 / 74 | 64 / 72 |" in readme
+    assert "Cora and CiteSeer: 66 of 74 points agree" in readme
+    assert "| blink-hard | authors | 71.2 / 71.2 (+0.0) |" in readme
+    assert "## Protocol differences" in readme and "Runs: 0 of 174 stored." in readme
+    table = pd.read_csv(tmp_path / "paper_comparison.csv")
+    rr = table[(table["method"] == "rr") & (table["model"] == "gcn")
+               & (table["dataset"] == "cora")]
+    assert (rr["gap"].round(6) == -10.0).all() and not rr["agree"].astype(bool).any()
