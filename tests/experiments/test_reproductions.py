@@ -23,7 +23,7 @@ NAMES = ["blink", "blink-pp", "dpar", "dprr", "lpgnn", "solitude"]
 #: runs are reused, nothing re-runs. dprr and lpgnn: the keys after the parameter renames of
 #: docs/glossary.md (alpha -> degree_share, steps -> feature_steps), which a run store
 #: migrates to when it is opened (schema 3; results/lpgnn: 214 of 214 runs found after it).
-QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (440, "768a909449042a0e"),
+QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (600, "016c059cf2aa798d"),
               "dpar": (186, "d4da3997a893e310"),
               "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (214, "585f64cab23d1e7b"),
               "solitude": (107, "ac177f1050eb61ac")}
