@@ -169,35 +169,10 @@ def _dprr_graph(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
                       _BIT_NAMES[:-1], _per_trial(draw))
 
 
-def _blink(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
-    share = float(p["degree_share"])
-    claim = claim_of(lambda: BlinkClient(eps, share).simulate_lists(
-        *_lists(1), _N, np.random.default_rng(0)), Unit.EDGE_LDP)
-    mech = BlinkClient(f * eps, share)
-
-    def draw(which: int, rng: np.random.Generator) -> np.ndarray:
-        rep, noisy = mech.simulate_lists(*_lists(which), _N, rng)
-        return np.r_[_bits(rep.user, rep.neighbor, 0), noisy[0], noisy[1:].sum()]
-
-    return AuditSetup(claim, "user 0's list {} vs {1} (others fixed)",
-                      (*_BIT_NAMES, "noisy degree of user 0", "others' noisy degrees"),
-                      _per_trial(draw), outcome_groups=((0, 1, 2), (0, 1, 2, 4)))
-
-
-def _blink_pp(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
-    """blink-pp (dpgl's own method): the randomizer its transform holds
-    (``PublicPriorTransform.mechanism``), drawn as the transform draws. Its server is a
-    function of these reports and public data only (``PublicPriorTransform.serve`` takes
-    nothing else; tests/estimators/test_public_prior.py checks that the estimate does not
-    move when the true graph does and the reports do not)."""
-    from dpgl.estimators.public_prior import PairCovariates
-    from dpgl.transforms import PublicPriorTransform
-    share = float(p["degree_share"])
-    cov = PairCovariates(np.array([0, 0, 1, 1]), np.array([0, 1]), np.array([2, 3]))
-
-    def client(e: float) -> Any:
-        return PublicPriorTransform(e, share, "hybrid", 0, covariates=cov).mechanism
-
+def _blink_reports(eps: float, f: float, client: Callable[[float], BlinkClient]
+                   ) -> AuditSetup:
+    """Audit of a Blink client made by ``client(budget)``: user 0's RR bits and noisy degree,
+    and the others' report count and noisy degrees."""
     claim = claim_of(lambda: client(eps).simulate_lists(*_lists(1), _N,
                                                         np.random.default_rng(0)),
                      Unit.EDGE_LDP)
@@ -210,6 +185,25 @@ def _blink_pp(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
     return AuditSetup(claim, "user 0's list {} vs {1} (others fixed)",
                       (*_BIT_NAMES, "noisy degree of user 0", "others' noisy degrees"),
                       _per_trial(draw), outcome_groups=((0, 1, 2), (0, 1, 2, 4)))
+
+
+def _blink(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
+    share = float(p["degree_share"])
+    return _blink_reports(eps, f, lambda e: BlinkClient(e, share))
+
+
+def _blink_pp(eps: float, p: dict[str, Any], f: float) -> AuditSetup:
+    """blink-pp (dpgl's own method): the randomizer its transform holds
+    (``PublicPriorTransform.mechanism``), drawn as the transform draws. Its server is a
+    function of these reports and public data only (``PublicPriorTransform.serve`` takes
+    nothing else; tests/estimators/test_public_prior.py checks that the estimate does not
+    move when the true graph does and the reports do not)."""
+    from dpgl.estimators.public_prior import PairCovariates
+    from dpgl.transforms import PublicPriorTransform
+    share = float(p["degree_share"])
+    cov = PairCovariates(np.array([0, 0, 1, 1]), np.array([0, 1]), np.array([2, 3]))
+    return _blink_reports(eps, f, lambda e: PublicPriorTransform(
+        e, share, "hybrid", 0, covariates=cov).mechanism)
 
 
 def _lap(variant: str) -> Callable[[float, dict[str, Any], float], AuditSetup]:
