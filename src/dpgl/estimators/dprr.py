@@ -2,7 +2,8 @@
 
 DPRR's edge sampling already makes each user's reported degree ~ her true degree, so the
 server needs no denoising: it takes the directed reports as the graph (``"directed"``) or
-symmetrizes them (``"or"`` / ``"and"``, :mod:`dpgl.graph.symmetrize`).
+symmetrizes them (``"or"`` / ``"and"``, :mod:`dpgl.graph.symmetrize`). RR's server
+(:class:`dpgl.transforms.RRTransform`) is the same: reports used as they are.
 Directed reports are oriented either way (``direction``): each user aggregates from her
 sampled list (dpgl's default) or a node aggregates from the users who reported it (the
 Blink authors' DPRR baseline, github.com/zhxchd/Blink_GNN ``src/dprr/server.py``).

@@ -267,7 +267,7 @@ def _examples(pi: sp.csr_matrix, ids: np.ndarray, x: torch.Tensor, y: torch.Tens
 
 
 def _calibrate_sgd(variant: str, p: DPARParams, setup: _Setup, noise: _Noise,
-                   eps: float | None, max_other: int) -> tuple[float, dict[str, float]]:
+                   eps: float | None) -> tuple[float, dict[str, float]]:
     """DP-SGD noise multiplier: verified (the inner total of the charges the run makes, dry
     run, <= the inner budget) or from the paper's DP-SGD statement."""
     from scipy import optimize
@@ -286,7 +286,7 @@ def _calibrate_sgd(variant: str, p: DPARParams, setup: _Setup, noise: _Noise,
     assert eps is not None
     eps_in, delta_in = subsampled_inner_target(eps, p.delta, p.subsample)
     d_half = delta_in / 2
-    sgd = DPSGDAccounting(Unit.NODE_DP, max_other, "DP-SGD")
+    sgd = DPSGDAccounting(Unit.NODE_DP, p.max_other, "DP-SGD")
 
     def inner_total(z: float) -> float:
         acc = Accountant(delta=d_half)
@@ -395,7 +395,7 @@ def train_dpar(train: Data, train_ids: np.ndarray, universe: int, p: DPARParams,
         info["max_other_occurrences"] = max_column_occurrences(
             sp.diags(np.isin(np.arange(setup.universe), ids).astype(float)) @ pi)
         if dp_sgd:
-            z, paper_sgd = _calibrate_sgd(variant, p, setup, noise, epsilon, p.max_other)
+            z, paper_sgd = _calibrate_sgd(variant, p, setup, noise, epsilon)
             if noise.paper is not None:
                 noise.paper.update(paper_sgd)
         feats, weights, labels = _examples(pi, ids, sub.x, sub.y, setup.universe)

@@ -43,19 +43,15 @@ DIRECTION_HELP = ("which end of a directed report receives messages: user (she a
                   "from the neighbours she reported) or reported (Blink's code)")
 
 
-def _oriented(params: RRParams | DPRRParams) -> None:
-    if params.direction != "user" and params.symmetrize != "directed":
-        raise ValueError(f"direction={params.direction!r} orients directed reports; with "
-                         f"symmetrize={params.symmetrize!r} the graph is undirected")
-
-
 class RRParams(NodeParams):
     symmetrize: Symmetrize = Field("directed", description=SYMMETRIZE_HELP)
     direction: Direction = Field("user", description=DIRECTION_HELP)
 
     @model_validator(mode="after")
     def _direction(self) -> RRParams:
-        _oriented(self)
+        if self.direction != "user":  # the default needs no check (nor the heavy import)
+            from dpgl.mechanisms.rr import check_direction
+            check_direction(self.direction, self.symmetrize)
         return self
 
 
@@ -73,7 +69,9 @@ class DPRRParams(NodeParams):
 
     @model_validator(mode="after")
     def _direction(self) -> DPRRParams:
-        _oriented(self)
+        if self.direction != "user":  # the default needs no check (nor the heavy import)
+            from dpgl.mechanisms.rr import check_direction
+            check_direction(self.direction, self.symmetrize)
         return self
 
 
@@ -104,8 +102,10 @@ class EdgeLDPMethod(Method):
         return customized_setting(params)
 
     @abstractmethod
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
-        """The client+server pipeline for this run, seeded with ``seed``."""
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
+        """The client+server pipeline for this run, seeded with ``seed``; ``split`` is the
+        run's (train, val, test), for a server that uses the public training labels
+        (``blink-pp``); the users' randomizers never see it."""
 
     def estimate(self, ctx: RunContext) -> tuple[Any, Any, EdgeLDPTransform]:
         """The steps before training: the run's split (its first draw, the same for every
@@ -115,7 +115,7 @@ class EdgeLDPMethod(Method):
         Returns (split, estimated graph, the transform that made it)."""
         data = ctx.dataset
         split = node_split(ctx, data)
-        transform = self.transform(ctx, ctx.rng.spawn(1)[0])
+        transform = self.transform(ctx, ctx.rng.spawn(1)[0], split)
         return split, transform(data), transform
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
@@ -157,7 +157,7 @@ class RRMethod(EdgeLDPMethod):
                                                           "graph": GraphLDPParams}
     graph_randomizer = RRGraph
 
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.transforms import RRTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, RRParams)
         return RRTransform(ctx.epsilon, symmetrize=ctx.params.symmetrize, seed=seed,
@@ -175,7 +175,7 @@ class SymRRMethod(EdgeLDPMethod):
     budget_split = "all of epsilon to RR on the bits j < i of user i's list"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.transforms import SymRRTransform
         assert ctx.epsilon is not None
         return SymRRTransform(ctx.epsilon, seed=seed)
@@ -198,7 +198,7 @@ class DPRRMethod(EdgeLDPMethod):
                                                           "graph": GraphLDPParams}
     graph_randomizer = DPRRGraph
 
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.transforms import DPRRTransform
         p = ctx.params
         assert ctx.epsilon is not None and isinstance(p, DPRRParams)
@@ -220,7 +220,7 @@ class LDPGCNMethod(EdgeLDPMethod):
     budget_split = "all of epsilon to Laplace noise on every neighbor-list bit"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": NodeParams}
 
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.transforms import LocalLapTransform
         assert ctx.epsilon is not None
         return LocalLapTransform(ctx.epsilon, variant="ldpgcn", seed=seed)
@@ -237,7 +237,7 @@ class LDPGenMethod(EdgeLDPMethod):
     budget_split = "phase1_share to the phase-1 degree vector, the rest to phase 2"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": LDPGenParams}
 
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.transforms import LDPGenTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, LDPGenParams)
         return LDPGenTransform(ctx.epsilon, phase1_share=ctx.params.phase1_share, seed=seed)
@@ -251,7 +251,7 @@ class _Blink(EdgeLDPMethod):
     budget_split = "degree_share to the noisy degree, the rest to RR on every bit"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": BlinkParams}
 
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.transforms import BlinkTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, BlinkParams)
         return BlinkTransform(ctx.epsilon, ctx.params.degree_share, variant=self.variant,
@@ -305,19 +305,12 @@ class BlinkPublicPrior(EdgeLDPMethod):
     budget_split = "degree_share to the noisy degree, the rest to RR on every bit (Blink's)"
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": PublicPriorParams}
 
-    def estimate(self, ctx: RunContext) -> tuple[Any, Any, EdgeLDPTransform]:
+    def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.estimators.public_prior import public_covariates
         from dpgl.transforms import PublicPriorTransform
         p = ctx.params
         assert ctx.epsilon is not None and isinstance(p, PublicPriorParams)
         data = ctx.dataset
-        split = node_split(ctx, data)
-        seed = ctx.rng.spawn(1)[0]  # the same draw as Blink's: the same reports
         cov = public_covariates(data.x, data.y, split[0], knn=p.knn)
-        transform = PublicPriorTransform(ctx.epsilon, p.degree_share, variant=p.graph,
-                                         seed=seed, covariates=cov, floor=p.floor)
-        return split, transform(data), transform
-
-    def transform(self, ctx: RunContext, seed: Any) -> EdgeLDPTransform:
-        raise NotImplementedError("blink-pp builds its transform in estimate (it needs the "
-                                  "run's split)")
+        return PublicPriorTransform(ctx.epsilon, p.degree_share, variant=p.graph, seed=seed,
+                                    covariates=cov, floor=p.floor)

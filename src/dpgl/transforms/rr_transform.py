@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from dpgl.errors import unknown_name
-from dpgl.graph.symmetrize import POLICIES, symmetrize_pairs
-from dpgl.mechanisms.neighbor_list import edge_index_from_pairs
+from dpgl.estimators.dprr import dprr_graph
+from dpgl.graph.symmetrize import POLICIES
 from dpgl.mechanisms.rr import RR, check_direction
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
@@ -41,7 +41,4 @@ class RRTransform(EdgeLDPTransform):
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
         reports = self.mechanism.simulate(u, v, num_nodes, rng)
         self.last_info = {"reports": len(reports)}
-        if self.symmetrize == "directed":
-            return reports.edge_index(self.direction), None
-        a, b = symmetrize_pairs(reports.user, reports.neighbor, num_nodes, self.symmetrize)
-        return edge_index_from_pairs(a, b)
+        return dprr_graph(reports, self.symmetrize, self.direction)  # reports as they are
