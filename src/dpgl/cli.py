@@ -520,6 +520,16 @@ def reproduce(
                      "repeatable) and write no report: several processes can fill one store; "
                      "then --report-only."),
     ] = None,
+    method: Annotated[
+        list[str] | None,
+        typer.Option("--method", metavar="METHOD", help="Run only this method's runs "
+                     "(repeatable); writes no report, like --only."),
+    ] = None,
+    skip_method: Annotated[
+        list[str] | None,
+        typer.Option("--skip-method", metavar="METHOD", help="Run every method's runs but "
+                     "this one's (repeatable; e.g. a slow one, for later); writes no report."),
+    ] = None,
     report_only: Annotated[
         bool, typer.Option("--report-only", help="Run nothing: rewrite the README, tables and "
                            "plots from the stored runs (runs.sqlite, else runs.jsonl).")
@@ -541,7 +551,8 @@ def reproduce(
     target = _output_dir(out_dir or Path("results") / name, "--out")
     with _progress(quiet):
         written = repro.run(target, quick=quick, data_dir=data_dir, console=out,
-                            only=tuple(only or ()), report_only=report_only, threads=threads)
+                            only=tuple(only or ()), report_only=report_only, threads=threads,
+                            methods=tuple(method or ()), skip_methods=tuple(skip_method or ()))
     for p in written:
         out.print(f"wrote {p}")
 

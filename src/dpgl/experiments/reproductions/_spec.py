@@ -32,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpgl.errors import ConfigError
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.grid import GridSpec, _read_yaml, load_grid
 from dpgl.experiments.reproductions._tables import Runs, render_readme
@@ -138,10 +139,12 @@ class Reproduction:
 
     def run(self, out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any,
             only: tuple[str, ...] = (), report_only: bool = False,
-            threads: int | None = None) -> list[Path]:
+            threads: int | None = None, methods: tuple[str, ...] = (),
+            skip_methods: tuple[str, ...] = ()) -> list[Path]:
         """Run the protocol's steps (resumable), then write the report. ``only``: run just
         these datasets' runs, or these steps' (by label), and write no report (several
-        processes may share the store);
+        processes may share the store); ``methods`` / ``skip_methods``: run only these
+        methods' runs / all but these (also no report);
         ``report_only``: run nothing, rewrite the report from the stored runs."""
         from dpgl.experiments.execute import execute_run
         from dpgl.experiments.runner import run_grid
@@ -150,6 +153,8 @@ class Reproduction:
         out_dir.mkdir(parents=True, exist_ok=True)
         if report_only:
             return self.report(out_dir, quick=quick)
+        self._check_methods(quick, (*methods, *skip_methods))
+        partial = bool(only or methods or skip_methods)
         n = threads or self.threads
         if n:
             import torch
@@ -168,7 +173,9 @@ class Reproduction:
                 recomputed.append(step.label)
             for grid in step.grids:
                 configs = [c for c in self.expand(grid)
-                           if not only or c.dataset in only or step.label in only]
+                           if (not only or c.dataset in only or step.label in only)
+                           and (not methods or c.method in methods)
+                           and c.method not in skip_methods]
                 if not configs:
                     continue
                 with RunStore(out_dir / "runs.sqlite") as store:
@@ -178,13 +185,24 @@ class Reproduction:
                     console.print(f"{step.label}: {outcome.summary()}")
             timings[step.label] = timings.get(step.label, 0.0) + time.perf_counter() - t0
         written = [save_timings(out_dir, quick, started, timings, recomputed=tuple(recomputed))
-                   ] if self.keep_timings and not only else []
-        if only:
+                   ] if self.keep_timings and not partial else []
+        if partial:
             if console is not None:
-                console.print("report not written (--only); write it with --report-only once "
+                console.print("report not written (--only / --method / --skip-method); write it with --report-only once "
                               "every process has finished")
             return written
         return [*written, *self.report(out_dir, quick=quick)]
+
+    def _check_methods(self, quick: bool, names: tuple[str, ...]) -> None:
+        """A ``--method`` / ``--skip-method`` name no run of the protocol uses is an error."""
+        if not names:
+            return
+        used = {c.method for s in self.steps(quick) for g in s.grids for c in g.expand(
+            is_private)}
+        unknown = sorted(set(names) - used)
+        if unknown:
+            raise ConfigError(f"the {self.name} {'quick' if quick else 'full'} protocol runs no "
+                            f"method {', '.join(unknown)} (it runs: {', '.join(sorted(used))})")
 
     def report(self, out_dir: Path, *, quick: bool) -> list[Path]:
         """Tables, plots and README from the stored runs (``runs.sqlite`` if present, which is
