@@ -194,3 +194,32 @@ def test_full_report_from_a_synthetic_store_and_only_by_block(tmp_path: Path,
     rr = table[(table["method"] == "rr") & (table["model"] == "gcn")
                & (table["dataset"] == "cora")]
     assert (rr["gap"].round(6) == -10.0).all() and not rr["agree"].astype(bool).any()
+
+
+def test_method_filters_run_only_the_named_methods(tmp_path: Path, monkeypatch) -> None:
+    """``--method`` keeps only the named methods' runs, ``--skip-method`` drops them (both
+    within ``--only``'s block); a name the protocol never runs is a one-line error before
+    anything runs."""
+    calls: list[RunConfig] = []
+
+    def fake_run(cfg: RunConfig, data_dir=None) -> RunResult:
+        calls.append(cfg)
+        return RunResult(metrics={"test_accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5},
+                         privacy={"totals": {}})
+
+    import dpgl.experiments.execute as execute
+    monkeypatch.setattr(execute, "execute_run", fake_run)
+    BLINK.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora-gcn",),
+              methods=("rr", "mlp"))
+    assert sorted({c.method for c in calls}) == ["mlp", "rr"] and len(calls) == 3 + 24
+    calls.clear()
+    BLINK.run(tmp_path / "b", quick=False, data_dir=None, console=None, only=("cora-gat",),
+              skip_methods=("solitude-link", "ldpgen", "none"))
+    assert {c.method for c in calls} == {"mlp", "blink-hard", "blink-hybrid", "rr", "symrr",
+                                         "dprr", "ldpgcn"}
+    assert not (tmp_path / "b" / "README.md").exists()  # partial: no report
+    calls.clear()
+    with pytest.raises(ConfigError, match="runs no method nosuch"):
+        BLINK.run(tmp_path / "c", quick=False, data_dir=None, console=None,
+                  skip_methods=("nosuch",))
+    assert not calls

@@ -188,8 +188,8 @@ class Reproduction:
                    ] if self.keep_timings and not partial else []
         if partial:
             if console is not None:
-                console.print("report not written (--only / --method / --skip-method); write it with --report-only once "
-                              "every process has finished")
+                console.print("report not written (--only / --method / --skip-method); write "
+                              "it with --report-only once every process has finished")
             return written
         return [*written, *self.report(out_dir, quick=quick)]
 
