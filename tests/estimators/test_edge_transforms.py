@@ -45,6 +45,8 @@ FACTORIES = {
     "locallap": (lambda s: LocalLapTransform(3.0, seed=s), True, False),
     "ldpgcn": (lambda s: LocalLapTransform(3.0, variant="ldpgcn", seed=s), True, False),
     "ldpgen": (lambda s: LDPGenTransform(3.0, k1=4, seed=s), True, False),
+    "ldpgen_blink_authors": (lambda s: LDPGenTransform(3.0, k1=4, generator="blink-authors-bug",
+                                                       seed=s), False, False),
 }
 
 

@@ -107,6 +107,7 @@ def test_full_protocol_is_one_paper_protocol_step_per_block() -> None:
                 assert p["direction"] == "reported"
             if c.method == "dprr":
                 assert (p["allocation"], p["degree_share"]) == ("split", 0.1)
+            assert (p.get("generator") == "blink-authors-bug") == (c.method == "ldpgen")
             assert p["epochs"] == (200 if c.method in ("rr", "symrr", "ldpgcn",
                                                        "solitude-link") else 300)
         for c in configs[:: max(1, len(configs) // 25)]:

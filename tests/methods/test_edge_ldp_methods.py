@@ -91,12 +91,15 @@ def test_dprr_customized_setting_reports_non_private_users() -> None:
         ({"epsilon": None}, "private: give an epsilon"),
         ({"params": {"degree_share": 1.5}}, "degree_share"),
         ({"params": {"symmetrize": "xor"}}, "symmetrize"),
+        ({"params": {"generator": "bter"}}, "generator"),
     ],
 )
 def test_bad_edge_ldp_configs(kw: dict, msg: str) -> None:
     base = {"dataset": "csbm", "method": "blink-hard", "epsilon": 1.0}
     if "symmetrize" in str(kw):
         base["method"] = "rr"
+    if "generator" in str(kw):
+        base["method"] = "ldpgen"
     base.update(kw)
     with pytest.raises(ConfigError, match=msg):
         validate_config(RunConfig(**base))
@@ -111,6 +114,7 @@ PAPER = {"split": "blink-fixed", "patience": None, "select_epoch_by": "val_loss"
     ("rr", {"direction": "reported"}), ("dprr", {"direction": "reported",
                                                  "allocation": "split"}),
     ("blink-hard", {}), ("none", {}), ("mlp", {}), ("solitude-link", {}),
+    ("ldpgen", {"generator": "blink-authors-bug"}),
 ])
 def test_paper_protocol_runs(method: str, extra: dict) -> None:
     private = method not in ("none", "mlp")
@@ -119,6 +123,17 @@ def test_paper_protocol_runs(method: str, extra: dict) -> None:
     res = execute_run(cfg)
     assert res.info["epochs_run"] == 6  # no early stopping
     assert 1 <= res.info["best_epoch"] <= 6
+
+
+def test_ldpgen_generator_blink_authors_bug_is_directed_and_off_by_default() -> None:
+    default = _run("ldpgen")
+    assert default.info["estimator_generator"] == "chung-lu"
+    authors = _run("ldpgen", generator="blink-authors-bug")
+    assert authors.info["estimator_generator"] == "blink-authors-bug"
+    assert authors.info["estimated_edges"] > 0
+    assert default.info["estimated_edges"] % 2 == 0  # both directions of every pair
+    base = RunConfig(dataset="csbm", method="ldpgen", epsilon=4.0)
+    assert "generator" not in base.canonical()["params"]  # old run keys stay as they are
 
 
 def test_blink_fixed_split_is_the_same_for_every_seed_and_draws_nothing() -> None:

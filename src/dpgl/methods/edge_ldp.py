@@ -87,6 +87,11 @@ class LDPGenParams(NodeParams):
 
     phase1_share: float = Field(0.5, gt=0, lt=1, description="share of epsilon for the phase-1 "
                                 "degree vector (LDPGen's eps1 / eps)")
+    generator: Literal["chung-lu", "blink-authors-bug"] = Field(
+        "chung-lu", description="the server's graph: chung-lu (a block Chung-Lu graph, "
+        "undirected) or blink-authors-bug (the Blink authors' baseline code, github.com/zhxchd/"
+        "Blink_GNN src/ldpgen/server.py: a directed graph whose edge u -> v ignores v's "
+        "report, a defect reproduced only to compare with Blink's Fig. 5)")
 
 
 class EdgeLDPMethod(Method):
@@ -240,7 +245,8 @@ class LDPGenMethod(EdgeLDPMethod):
     def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
         from dpgl.transforms import LDPGenTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, LDPGenParams)
-        return LDPGenTransform(ctx.epsilon, phase1_share=ctx.params.phase1_share, seed=seed)
+        return LDPGenTransform(ctx.epsilon, phase1_share=ctx.params.phase1_share,
+                               generator=ctx.params.generator, seed=seed)
 
 
 class _Blink(EdgeLDPMethod):
