@@ -19,6 +19,8 @@ from dpgl.experiments.reproductions.blink import hparams, paper_compare
 from dpgl.experiments.selection import local_at_total_budget, selection_costs
 
 COMPARISON_FILE = "paper_comparison.csv"
+#: why a point is more than paper_compare.POINTS from the paper when one std does not cover it
+GAP_NOTES = "gap_notes.csv"
 
 
 def prepare(cfg: RunConfig, repro: Any = None) -> RunConfig:
@@ -99,7 +101,12 @@ def full_report(ctx: Any) -> dict[str, Any]:
                        "mapped": paper_compare.block_md(part, mapped=True),
                        "notes": paper_compare.hparam_notes(part)})
     count = paper_compare.counts(table)
-    return {"blocks": blocks, "counts": paper_compare.counts_md(count),
+    over = paper_compare.gaps(table, paper_compare.read_gap_notes(ctx.repro.dir / GAP_NOTES))
+    why = over["why"] if len(over) else pd.Series(dtype=str)
+    return {"gaps": paper_compare.gaps_md(over) if len(over) else "",
+            "gap_counts": {"over": len(over), "std": int((why == "within one std").sum()),
+                           "unexplained": int((why == "unexplained").sum())},
+            "blocks": blocks, "counts": paper_compare.counts_md(count),
             "overall": count.set_index("block").to_dict("index"),
             "points": paper_compare.POINTS, "stored": ctx.runs.count(configs)
             if ctx.runs is not None else 0, "n_configs": len(configs), "written": written,

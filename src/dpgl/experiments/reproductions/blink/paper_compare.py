@@ -200,3 +200,46 @@ def hparam_notes(table: pd.DataFrame) -> list[str]:
         eps = ", ".join("-" if pd.isna(e) else f"{e:g}" for e in g["epsilon"])
         out.append(f"{method} (ε {eps}): {note}")
     return out
+
+
+def read_gap_notes(path: Path) -> pd.DataFrame:
+    """``gap_notes.csv``: why a point is more than :data:`POINTS` points from the paper's, when
+    one standard deviation does not cover it. Columns dataset, model, method, epsilon (empty:
+    every epsilon of that method) and note (the cause, naming the protocol difference); empty
+    dataset / model fields match every dataset / model."""
+    if not path.exists():
+        return pd.DataFrame(columns=["dataset", "model", "method", "epsilon", "note"])
+    notes = pd.read_csv(path, dtype={"dataset": str, "model": str, "method": str, "note": str})
+    notes["epsilon"] = notes["epsilon"].astype(float)
+    return notes.fillna({"dataset": "", "model": "", "note": ""})
+
+
+def gaps(table: pd.DataFrame, notes: pd.DataFrame) -> pd.DataFrame:
+    """Every measured point more than :data:`POINTS` points from the paper's, with why:
+    ``within one std`` (the larger of ours and the paper's covers it: seed noise), else the
+    first matching :func:`read_gap_notes` note, else ``unexplained``."""
+    t = table[table["ours"].notna() & table["paper"].notna()
+              & (table["gap"].abs() > POINTS)].copy()
+
+    def why(r: pd.Series) -> str:
+        if bool(r["within_std"]):
+            return "within one std"
+        for n in notes.itertuples():
+            if ((not n.dataset or n.dataset == r["dataset"])
+                    and (not n.model or n.model == r["model"]) and n.method == r["method"]
+                    and (math.isnan(n.epsilon) or n.epsilon == r["epsilon"])):
+                return str(n.note)
+        return "unexplained"
+
+    t["why"] = [why(r) for _, r in t.iterrows()]
+    return t
+
+
+def gaps_md(g: pd.DataFrame) -> str:
+    """:func:`gaps` as a markdown table (one row per point)."""
+    rows = [[f"{r['dataset']}-{r['model']}", r["method"],
+             "-" if pd.isna(r["epsilon"]) else f"{r['epsilon']:g}",
+             f"{r['ours']:.1f} ± {r['ours_std']:.1f}", f"{r['paper']:.1f} ± {r['paper_std']:.1f}",
+             f"{r['gap']:+.1f}", r["why"]] for _, r in g.iterrows()]
+    return md_table(["block", "method", "ε", "ours", "paper", "gap", "why"], rows,
+                    ["---", "---", "---:", "---:", "---:", "---:", "---"])
