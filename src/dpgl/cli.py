@@ -509,7 +509,8 @@ def reproduce(
         bool, typer.Option("--quick/--full", help="Reduced grid (documented) or the full one.")
     ] = True,
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output directory (default results/NAME).")
+        Path | None, typer.Option("--out", help="Output directory (default results/NAME; "
+                                  "Blink's quick grid: results/blink-quick).")
     ] = None,
     data_dir: DataDir = None,
     list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
@@ -548,7 +549,7 @@ def reproduce(
             out.print(f"{key}: {repro.summary}")
         return
     repro = reproductions.get(name)
-    target = _output_dir(out_dir or Path("results") / name, "--out")
+    target = _output_dir(out_dir or repro.default_out(quick), "--out")
     with _progress(quiet):
         written = repro.run(target, quick=quick, data_dir=data_dir, console=out,
                             only=tuple(only or ()), report_only=report_only, threads=threads,

@@ -252,3 +252,11 @@ def test_gaps_over_two_points_are_explained_by_std_or_a_note_else_flagged(tmp_pa
     md = paper_compare.gaps_md(g.reset_index())
     assert "| citeseer-gcn | ldpgen | 3 | 45.0 ± 1.0 | 35.0 ± 0.5 | +10.0 | their generator |" in md
     assert paper_compare.read_gap_notes(tmp_path / "none.csv").empty
+
+
+def test_default_output_directories() -> None:
+    """Blink's full grid (the paper's protocol) defaults to results/blink and its quick grid to
+    results/blink-quick; a reproduction without an ``out`` entry uses results/<name>."""
+    assert BLINK.default_out(False) == Path("results/blink")
+    assert BLINK.default_out(True) == Path("results/blink-quick")
+    assert reproductions.get("lpgnn").default_out(True) == Path("results/lpgnn")

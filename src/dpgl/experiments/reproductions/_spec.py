@@ -93,6 +93,13 @@ class Reproduction:
         self.settings: dict[str, Any] = spec.get("settings", {})
         self._protocols: dict[str, list[dict[str, Any]]] = spec["protocols"]
         self._extra: dict[str, list[Any]] = spec.get("extra", {})
+        self._out: dict[str, str] = spec.get("out", {})
+
+    def default_out(self, quick: bool) -> Path:
+        """Where the protocol's results go without ``--out``: ``results/<name>``, or the
+        spec's ``out`` entry for that protocol (Blink: the full grid in ``results/blink``,
+        the quick one in ``results/blink-quick``)."""
+        return Path("results") / self._out.get("quick" if quick else "full", self.name)
 
     # ------------------------------------------------------------------------- grids
 
