@@ -23,10 +23,16 @@ NAMES = ["blink", "blink-pp", "dpar", "dprr", "lpgnn", "solitude"]
 #: runs are reused, nothing re-runs. dprr and lpgnn: the keys after the parameter renames of
 #: docs/glossary.md (alpha -> degree_share, steps -> feature_steps), which a run store
 #: migrates to when it is opened (schema 3; results/lpgnn: 214 of 214 runs found after it).
+#: lpgnn 214 -> 353 and solitude 107 -> 154 (issue #16 item 2): steps added, the earlier runs'
+#: keys unchanged (LPGNN's CCS version: xyeps 84, labels 57 of which 8 are xyeps runs,
+#: bn_check 6; Solitude: CiteSeer with GraphSAGE in Table 3 27, xeps 16 of which 4 are Table 3
+#: runs, yeps 8).
 QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (600, "016c059cf2aa798d"),
               "dpar": (186, "d4da3997a893e310"),
-              "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (214, "585f64cab23d1e7b"),
-              "solitude": (107, "ac177f1050eb61ac")}
+              "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (353, "7635218950653eb4"),
+              "solitude": (154, "db491ea505f6da0b")}
+#: The quick keys before issue #16 item 2 (kept: every one is still in the protocol).
+EARLIER_KEYS = {"lpgnn": (214, "585f64cab23d1e7b"), "solitude": (107, "ac177f1050eb61ac")}
 
 #: What each reproduction regenerates (and the test compares byte for byte).
 OUTPUTS = {"blink": ["README.md", "results.md", "results.csv"],
@@ -34,8 +40,9 @@ OUTPUTS = {"blink": ["README.md", "results.md", "results.csv"],
            "dpar": ["README.md", "results.md", "results.csv"],
            "dprr": ["README.md", "fig4.csv", "fig5.csv", "fig6.csv", "fig10.csv"],
            "lpgnn": ["README.md", "table3.md", "table3.csv", "fig6_steps_selfloops.csv",
-                     "fig7_label_rate.csv"],
-           "solitude": ["README.md", "table3.md", "table3.csv", "fig5_label_rate.csv", "link.csv"]}
+                     "fig7_label_rate.csv", "xyeps.csv", "labels.csv"],
+           "solitude": ["README.md", "table3.md", "table3.csv", "fig5_label_rate.csv", "link.csv",
+                        "xeps.csv", "yeps.csv"]}
 
 
 def test_every_reproduction_is_listed() -> None:
@@ -49,6 +56,21 @@ def test_quick_grids_expand_to_the_committed_runs(name: str) -> None:
     keys = sorted(c.key() for c in reproductions.get(name).configs(True))
     digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
     assert (len(keys), digest) == QUICK_KEYS[name]
+
+
+@pytest.mark.parametrize("name", sorted(EARLIER_KEYS))
+def test_added_steps_keep_the_earlier_runs(name: str) -> None:
+    """The steps added later leave the earlier quick runs' keys as they were (so the stored
+    runs are reused): the earlier steps alone still hash to the earlier digest."""
+    repro = reproductions.get(name)
+    added = {"lpgnn": ("xyeps", "labels", "bn_check"), "solitude": ("xeps", "yeps")}[name]
+    earlier = [c for s in repro.steps(True) if not s.label.startswith(added)
+               for g in s.grids for c in repro.expand(g)]
+    if name == "solitude":  # Table 3's CiteSeer / GraphSAGE grid came with the added steps
+        earlier = [c for c in earlier if (c.dataset, c.model) != ("citeseer", "sage")]
+    keys = sorted({c.key() for c in earlier})
+    digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+    assert (len(keys), digest) == EARLIER_KEYS[name]
 
 
 @pytest.mark.parametrize("name", NAMES)

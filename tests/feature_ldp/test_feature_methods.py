@@ -101,6 +101,25 @@ def test_feature_baselines() -> None:
     assert math.isinf(_eps(raw.privacy, "feature-LDP"))
 
 
+def test_feature_baselines_with_private_labels() -> None:
+    """LPGNN's eps_x = infinity rows and fully private baselines (CCS version): the labels
+    through k-RR, trained as lpgnn trains on reported labels; unset, the labels as is."""
+    clean = _run("gcn-raw")
+    assert math.isinf(_eps(clean.privacy, "label-LDP"))
+    noisy = _run("gcn-raw", label_epsilon=1.0, label_steps=2)
+    assert _eps(noisy.privacy, "label-LDP") == 1.0
+    assert math.isinf(_eps(noisy.privacy, "feature-LDP"))  # raw features: said so
+    assert noisy.metrics != clean.metrics
+    assert _run("gcn-raw", label_epsilon=1.0, label_steps=2).metrics == noisy.metrics
+    ce = _run("gcn-raw", label_epsilon=1.0, label_denoise="none")
+    assert ce.metrics != noisy.metrics
+    rnd = _run("gcn-rnd", label_epsilon=2.0, label_steps=1)
+    assert _eps(rnd.privacy, "label-LDP") == 2.0
+    assert "feature-LDP" not in rnd.privacy["totals"]  # features never read
+    with pytest.raises(ConfigError, match="full batch"):
+        _run("gcn-raw", label_epsilon=1.0, label_steps=2, batch_size=64)
+
+
 def test_bad_parameters_are_one_line_errors() -> None:
     with pytest.raises(ConfigError, match="feature_mechanism"):
         validate_config(RunConfig(dataset="csbm", method="lpgnn", epsilon=1.0,

@@ -52,18 +52,21 @@ def train_node_model(
     *,
     model: str | None = None,
     train_targets: torch.Tensor | None = None,
+    head: tuple | None = None,
 ) -> MethodOutput:
     """Train ``model`` (default: the run's model) on features ``x`` over ``graph``, on the
     run's device: full batch (the features and the graph are moved there once), or in
     neighbour-sampled mini-batches when the parameters set ``batch_size``
     (:mod:`dpgl.train.minibatch`; the batches move there). The trainer's seed is the run
     generator's next draw either way, so full and mini-batch runs of one configuration see
-    the same split and the same (estimated) graph."""
+    the same split and the same (estimated) graph. ``head``: the arguments of a
+    :class:`~dpgl.nn.kprop.LabelPropagationHead` wrapped around the model (noisy labels,
+    :func:`dpgl.methods.lpgnn.label_targets`; full batch only)."""
     p = ctx.params
     assert isinstance(p, NodeParams)
     return fit_node_model(model or ctx.model, x, y, split, graph, p,
                           seed=int(ctx.rng.integers(2**31)), device=ctx.device,
-                          train_targets=train_targets)
+                          train_targets=train_targets, head=head)
 
 
 def fit_node_model(
@@ -77,10 +80,12 @@ def fit_node_model(
     seed: int,
     device: torch.device | str | None = "cpu",
     train_targets: torch.Tensor | None = None,
+    head: tuple | None = None,
 ) -> MethodOutput:
     """:func:`train_node_model`'s training step with its seed given: a ``kind`` node model
     with ``p``'s architecture, trained by ``p``'s configuration (full or mini-batch) on
-    ``device``. ``x`` may also be a SciPy sparse matrix (kept sparse)."""
+    ``device``. ``x`` may also be a SciPy sparse matrix (kept sparse). ``head``: see
+    :func:`train_node_model`."""
     import scipy.sparse as sp
     import torch
 
@@ -95,6 +100,14 @@ def fit_node_model(
     with torch.random.fork_rng(devices=[]):  # the trainer re-initializes with the run's seed
         net = build_node_model(kind, dim, num_classes, arch)
     batching = p.minibatch()
+    trained: torch.nn.Module = net
+    if head is not None:
+        from dpgl.errors import ConfigError
+        from dpgl.nn.kprop import LabelPropagationHead
+        if batching is not None:
+            raise ConfigError("label denoising propagates over the whole graph: train full "
+                              "batch (unset batch_size)")
+        trained = LabelPropagationHead(net, *head)
     info: dict[str, object] = {}
     if batching is None:
         if sp.issparse(x):
@@ -104,7 +117,7 @@ def fit_node_model(
             features = sparse_features(x) if p.input_dropout == 0 else x
         features, graph = to_device(features, device), to_device(graph, device)
         result = train_node_classifier(
-            net,
+            trained,
             lambda m: m(features, graph),
             y,
             *split,

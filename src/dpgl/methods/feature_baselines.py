@@ -7,7 +7,11 @@ GCN as ``lpgnn`` (hidden 16, SeLU, batch norm after the first layer, dropout):
 * ``gcn-ohd``: the one-hot encoding of each node's degree, clipped at ``max_degree``
   ("GCN+OHD"): computed from the graph, which the server knows; features never used.
 
-The graph and the labels are used as is (recorded as non-private).
+The graph is used as is (recorded as non-private). The labels too by default; with
+``label_epsilon`` each user reports her label through k-ary RR (eps_y-label-LDP) and the
+server trains as ``lpgnn`` does on reported labels (``label_denoise``, ``label_steps`` K_y,
+``forward_correction``): LPGNN's (CCS 2021) rows with eps_x = infinity ("Raw" features with
+private labels) and its fully private baselines (RND / OHD features, private labels).
 """
 
 from __future__ import annotations
@@ -18,15 +22,18 @@ from pydantic import Field
 
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
+from dpgl.methods.lpgnn import collect_labels, label_targets
 from dpgl.methods.params import NodeParams, Params
 from dpgl.privacy import Unit
-from dpgl.rng import torch_generator
+from dpgl.rng import spawn, torch_generator
 
 if TYPE_CHECKING:
     import torch
 
 
 class FeatureBaselineParams(NodeParams):
+    randomizer_params: ClassVar[frozenset[str]] = frozenset({"label_epsilon"})
+
     normalize_features: bool = Field(True, description="no effect (scaling is the run's data "
                                      "option normalize_features)")
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
@@ -34,6 +41,16 @@ class FeatureBaselineParams(NodeParams):
     weight_decay: float = Field(1e-3, ge=0)
     epochs: int = Field(300, ge=1)
     patience: int | None = Field(100, ge=1)
+    # private labels (LPGNN, CCS 2021: eps_x = infinity rows and fully private baselines);
+    # unset: the labels are used as is, as before these options existed
+    label_epsilon: float | None = Field(None, gt=0, description="label-LDP budget eps_y of k-ary "
+                                        "RR on the labels (unset: labels used as is)")
+    label_denoise: Literal["drop", "none"] = Field(
+        "drop", description="noisy-label handling (with label_epsilon): drop (LPGNN's label "
+        "propagation + forward correction) or none")
+    label_steps: int = Field(0, ge=0, le=256, description="label propagation steps K_y")
+    forward_correction: bool = Field(True, description="correct the loss with the RR "
+                                     "transition matrix of the noisy labels")
 
 
 class OhdParams(FeatureBaselineParams):
@@ -50,22 +67,38 @@ class _FeatureBaseline(Method):
     models = ("gcn", "sage", "gat")
     params_for_task: ClassVar[dict[str, type[Params]]] = {"node": FeatureBaselineParams}
     public: ClassVar[frozenset[Unit]] = frozenset({Unit.EDGE_LDP})  # LPGNN's threat model
+    #: no --epsilon (no feature budget); the labels' budget when they are private
+    budgets: ClassVar[dict[Unit, str]] = {Unit.LABEL_LDP: "label_epsilon"}
 
     def features(self, ctx: RunContext) -> torch.Tensor:
         raise NotImplementedError
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:
         from dpgl.nn import PreparedGraph
+        p = ctx.params
+        assert isinstance(p, FeatureBaselineParams)
         data = ctx.dataset
         acc = ctx.accountant
         acc.spend_nonprivate("graph", "true edges used as is (LPGNN: the server knows the "
                              "graph)", Unit.EDGE_LDP)
-        acc.spend_nonprivate("labels", "true training labels used as is", Unit.LABEL_LDP)
-        split = node_split(ctx, data)
+        if p.label_epsilon is None:  # the labels as is (draws nothing: runs unchanged)
+            acc.spend_nonprivate("labels", "true training labels used as is", Unit.LABEL_LDP)
+            split = node_split(ctx, data)
+            y_eval, targets, head = data.y, None, None
+            diag: dict[str, float] = {}
+        else:  # every user's k-RR label report; the randomizer charges
+            (label_rng,) = spawn(ctx.rng, 1)
+            y_noisy, mech = collect_labels(ctx, data.y, p.label_epsilon, label_rng)
+            split = node_split(ctx, data, labels=y_noisy)  # stratified on the reports
+            y_eval, targets, head, diag = label_targets(
+                data.y, y_noisy, mech, split, data.edge_index, int(data.num_nodes),
+                denoise=p.label_denoise, steps=p.label_steps,
+                forward_correction=p.forward_correction)
         x = self.features(ctx)
         graph = PreparedGraph(data.edge_index, int(data.num_nodes))
-        out = train_node_model(ctx, x, data.y, split, graph)
+        out = train_node_model(ctx, x, y_eval, split, graph, train_targets=targets, head=head)
         out.info["feature_dim"] = int(x.size(1))
+        out.diagnostics.update(diag)
         return out
 
 

@@ -137,9 +137,10 @@ class Reproduction:
                  for c in self.configs(quick, k)]
         return list({c.key(): c for c in [*self.configs(quick), *extra]}.values())
 
-    def paper(self) -> pd.DataFrame:
-        """The paper's reference numbers (``paper.csv``; empty when there is none)."""
-        p = self.dir / "paper.csv"
+    def paper(self, name: str = "paper.csv") -> pd.DataFrame:
+        """The paper's reference numbers (``paper.csv``, or another CSV of the package such as
+        a second version's numbers; empty when there is none)."""
+        p = self.dir / name
         return pd.read_csv(p) if p.exists() else pd.DataFrame()
 
     # ------------------------------------------------------------------------- running

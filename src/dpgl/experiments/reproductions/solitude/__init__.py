@@ -1,11 +1,13 @@
 """Solitude reproduction (Lin, Li & Wang, "Towards Private Learning on Decentralized Graphs
 with Local Differential Privacy", IEEE TIFS 2022): Table 3 (Base / LPGNN-adapted / Solitude
 at eps_x = 1 and eps_a in {7.0, ..., 8.0}, GCN and GraphSAGE, Cora and CiteSeer's largest
-component), Fig. 5 (label rate) and ``solitude-link`` (the edge part alone, Blink's protocol).
-Grids: ``spec.yaml``; the paper's Table 3 values: ``paper.csv``."""
+component), Fig. 5 (label rate) and ``solitude-link`` (the edge part alone, Blink's protocol);
+privacy variants at eps_a = 8 without published numbers: the feature budget eps_x (``xeps``) and
+k-RR labels (``yeps``). Grids: ``spec.yaml``; the paper's Table 3 values: ``paper.csv``."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -34,6 +36,43 @@ def _table3_md(s: pd.DataFrame, paper: pd.DataFrame) -> str:
 def _percent(s: pd.DataFrame, **rename: str) -> pd.DataFrame:
     s = s.rename(columns={"test_accuracy_mean": "mean", "test_accuracy_std": "std", **rename})
     return s.assign(mean=s["mean"] * 100, std=s["std"] * 100)
+
+
+def _variant_tables(s: pd.DataFrame, column: str, head: str) -> list[tuple[str, str]]:
+    """One table per (dataset, model): a row per variant, a column per value of ``column``."""
+    def title(v: float) -> str:
+        return f"{head}=∞" if math.isinf(v) else f"{head}={v:g}"
+    return [(f"{ds}, {model}", pivot_md(g, "param_variant", column,
+                                         lambda r: pm(r["mean"], r["std"], 100), head=title,
+                                         corner="variant"))
+            for (ds, model), g in s.groupby(["dataset", "model"], sort=True)]
+
+
+def privacy_variants(ctx: Any) -> tuple[dict[str, Any], list[Any]]:
+    """The ``xeps`` (eps_x) and ``yeps`` (eps_y, with the labels-as-is runs of ``xeps`` at
+    eps_x = 1 as eps_y = infinity) tables at eps_a = 8; their csv files."""
+    repro, quick, written = ctx.repro, ctx.quick, []
+    out: dict[str, Any] = {"xeps": None, "yeps": None}
+    dfx = ctx.frame(repro.configs(quick, "xeps"))
+    if not dfx.empty:
+        fe = dfx.get("param_feature_epsilon")
+        dfx["eps_x"] = 1.0 if fe is None else fe.astype(float).fillna(1.0)  # the default
+        sx = _percent(summarize(dfx, group_by=["dataset", "model", "epsilon", "param_variant",
+                                               "eps_x"]))
+        sx.to_csv(ctx.path("xeps.csv"), index=False, float_format="%.4g")
+        written.append(ctx.path("xeps.csv"))
+        out["xeps"] = _variant_tables(sx, "eps_x", "ε_x")
+    dfy = ctx.frame(repro.configs(quick, "yeps"))
+    if not dfy.empty:
+        ref = dfx[dfx["eps_x"] == 1.0] if not dfx.empty else dfx
+        both = pd.concat([dfy, ref], ignore_index=True)
+        both["eps_y"] = both["param_label_epsilon"].astype(float).fillna(math.inf)
+        sy = _percent(summarize(both, group_by=["dataset", "model", "epsilon", "param_variant",
+                                                "eps_y"]))
+        sy.to_csv(ctx.path("yeps.csv"), index=False, float_format="%.4g")
+        written.append(ctx.path("yeps.csv"))
+        out["yeps"] = _variant_tables(sy, "eps_y", "ε_y")
+    return out, written
 
 
 def report(ctx: Any) -> dict[str, Any]:
@@ -84,7 +123,9 @@ def report(ctx: Any) -> dict[str, Any]:
             & (s3["param_variant"] == p["variant"]) & (s3["epsilon"] == p["epsilon"])]
         versus.append({**p, "ours": float(row.iloc[0]["test_accuracy_mean"]) * 100
                        if len(row) else None})
-    return {"written": written, "table3": read("table3.md"), "versus": versus,
+    variants, more = privacy_variants(ctx)
+    written += more
+    return {"written": written, "table3": read("table3.md"), "versus": versus, **variants,
             "unstandardized": read("table3_unstandardized.md"),
             "fig5": None if f5 is None else pivot_md(
                 f5, "label_rate", "param_variant", lambda r: f"{r['mean']:.1f}",
