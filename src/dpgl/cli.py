@@ -531,6 +531,11 @@ def reproduce(
         typer.Option("--skip-method", metavar="METHOD", help="Run every method's runs but "
                      "this one's (repeatable; e.g. a slow one, for later); writes no report."),
     ] = None,
+    epsilon: Annotated[
+        list[float] | None,
+        typer.Option("--epsilon", metavar="EPS", min=0.0, help="Run only the runs at this "
+                     "epsilon (repeatable); writes no report, like --only."),
+    ] = None,
     report_only: Annotated[
         bool, typer.Option("--report-only", help="Run nothing: rewrite the README, tables and "
                            "plots from the stored runs (runs.sqlite, else runs.jsonl).")
@@ -553,7 +558,8 @@ def reproduce(
     with _progress(quiet):
         written = repro.run(target, quick=quick, data_dir=data_dir, console=out,
                             only=tuple(only or ()), report_only=report_only, threads=threads,
-                            methods=tuple(method or ()), skip_methods=tuple(skip_method or ()))
+                            methods=tuple(method or ()), skip_methods=tuple(skip_method or ()),
+                            epsilons=tuple(epsilon or ()))
     for p in written:
         out.print(f"wrote {p}")
 

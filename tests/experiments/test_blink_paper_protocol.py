@@ -260,3 +260,23 @@ def test_default_output_directories() -> None:
     assert BLINK.default_out(False) == Path("results/blink")
     assert BLINK.default_out(True) == Path("results/blink-quick")
     assert reproductions.get("lpgnn").default_out(True) == Path("results/lpgnn")
+
+
+def test_epsilon_filter_runs_only_those_epsilons(tmp_path: Path, monkeypatch) -> None:
+    """``--epsilon`` keeps only the runs at those epsilons (non-private runs have none, so
+    they are left out); an epsilon the protocol does not run is an error."""
+    calls: list[RunConfig] = []
+
+    def fake_run(cfg: RunConfig, data_dir=None) -> RunResult:
+        calls.append(cfg)
+        return RunResult(metrics={"test_accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5},
+                         privacy={"totals": {}})
+
+    import dpgl.experiments.execute as execute
+    monkeypatch.setattr(execute, "execute_run", fake_run)
+    BLINK.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora-gcn",),
+              methods=("solitude-link",), epsilons=(2.0, 8.0))
+    assert sorted((c.epsilon, c.seed) for c in calls) == [(e, s) for e in (2.0, 8.0)
+                                                          for s in range(3)]
+    with pytest.raises(ConfigError, match=r"runs no epsilon 0\.5"):
+        BLINK.run(tmp_path / "b", quick=False, data_dir=None, console=None, epsilons=(0.5,))

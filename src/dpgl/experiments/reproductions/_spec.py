@@ -148,11 +148,13 @@ class Reproduction:
     def run(self, out_dir: Path, *, quick: bool, data_dir: Path | None, console: Any,
             only: tuple[str, ...] = (), report_only: bool = False,
             threads: int | None = None, methods: tuple[str, ...] = (),
-            skip_methods: tuple[str, ...] = ()) -> list[Path]:
+            skip_methods: tuple[str, ...] = (),
+            epsilons: tuple[float, ...] = ()) -> list[Path]:
         """Run the protocol's steps (resumable), then write the report. ``only``: run just
         these datasets' runs, or these steps' (by label), and write no report (several
         processes may share the store); ``methods`` / ``skip_methods``: run only these
-        methods' runs / all but these (also no report);
+        methods' runs / all but these; ``epsilons``: only the runs at these epsilons (all
+        three also write no report);
         ``report_only``: run nothing, rewrite the report from the stored runs."""
         from dpgl.experiments.execute import execute_run
         from dpgl.experiments.runner import run_grid
@@ -161,8 +163,8 @@ class Reproduction:
         out_dir.mkdir(parents=True, exist_ok=True)
         if report_only:
             return self.report(out_dir, quick=quick)
-        self._check_methods(quick, (*methods, *skip_methods))
-        partial = bool(only or methods or skip_methods)
+        self._check_filters(quick, (*methods, *skip_methods), epsilons)
+        partial = bool(only or methods or skip_methods or epsilons)
         n = threads or self.threads
         if n:
             import torch
@@ -183,7 +185,8 @@ class Reproduction:
                 configs = [c for c in self.expand(grid)
                            if (not only or c.dataset in only or step.label in only)
                            and (not methods or c.method in methods)
-                           and c.method not in skip_methods]
+                           and c.method not in skip_methods
+                           and (not epsilons or c.epsilon in epsilons)]
                 if not configs:
                     continue
                 with RunStore(out_dir / "runs.sqlite") as store:
@@ -196,21 +199,29 @@ class Reproduction:
                    ] if self.keep_timings and not partial else []
         if partial:
             if console is not None:
-                console.print("report not written (--only / --method / --skip-method); write "
-                              "it with --report-only once every process has finished")
+                console.print("report not written (--only / --method / --skip-method / "
+                              "--epsilon); write it with --report-only once every process "
+                              "has finished")
             return written
         return [*written, *self.report(out_dir, quick=quick)]
 
-    def _check_methods(self, quick: bool, names: tuple[str, ...]) -> None:
-        """A ``--method`` / ``--skip-method`` name no run of the protocol uses is an error."""
-        if not names:
+    def _check_filters(self, quick: bool, names: tuple[str, ...],
+                       epsilons: tuple[float, ...]) -> None:
+        """A ``--method`` / ``--skip-method`` name or an ``--epsilon`` that no run of the
+        protocol uses is an error."""
+        if not names and not epsilons:
             return
-        used = {c.method for s in self.steps(quick) for g in s.grids for c in g.expand(
-            is_private)}
+        configs = [c for s in self.steps(quick) for g in s.grids for c in g.expand(is_private)]
+        protocol = f"the {self.name} {'quick' if quick else 'full'} protocol"
+        used = {c.method for c in configs}
         unknown = sorted(set(names) - used)
         if unknown:
-            raise ConfigError(f"the {self.name} {'quick' if quick else 'full'} protocol runs no "
-                            f"method {', '.join(unknown)} (it runs: {', '.join(sorted(used))})")
+            raise ConfigError(f"{protocol} runs no method {', '.join(unknown)} (it runs: "
+                              f"{', '.join(sorted(used))})")
+        eps = {c.epsilon for c in configs if c.epsilon is not None}
+        if missing := sorted(set(epsilons) - eps):
+            raise ConfigError(f"{protocol} runs no epsilon {', '.join(f'{e:g}' for e in missing)}"
+                              f" (it runs: {', '.join(f'{e:g}' for e in sorted(eps))})")
 
     def report(self, out_dir: Path, *, quick: bool) -> list[Path]:
         """Tables, plots and README from the stored runs (``runs.sqlite`` if present, which is
