@@ -280,3 +280,18 @@ def test_epsilon_filter_runs_only_those_epsilons(tmp_path: Path, monkeypatch) ->
                                                           for s in range(3)]
     with pytest.raises(ConfigError, match=r"runs no epsilon 0\.5"):
         BLINK.run(tmp_path / "b", quick=False, data_dir=None, console=None, epsilons=(0.5,))
+
+
+@pytest.mark.parametrize("name", ["gapcheck-citeseer-gcn-dprr-5.yaml",
+                                  "gapcheck-citeseer-gcn-ldpgen-6.yaml"])
+def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
+    """A gap note's seed check runs exactly the full grid's configuration of that point (its
+    seeds 0-2 have the full protocol's run keys), with more seeds."""
+    from dpgl.experiments.grid import load_grid
+    from dpgl.experiments.reproductions._spec import is_private
+
+    check = load_grid(BLINK.dir / name).expand(is_private)
+    full = {c.key() for c in BLINK.configs(False)}
+    assert len(check) == 10
+    assert {c.key() for c in check if c.seed < 3} <= full
+    assert not {c.key() for c in check if c.seed >= 3} & full
