@@ -295,3 +295,14 @@ def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
     assert len(check) == 10
     assert {c.key() for c in check if c.seed < 3} <= full
     assert not {c.key() for c in check if c.seed >= 3} & full
+
+
+def test_generator_table_puts_dpgls_ldpgen_beside_the_authors_and_the_paper() -> None:
+    own = pd.DataFrame({"dataset": ["cora"], "model": ["gcn"], "epsilon": [1.0],
+                        "test_accuracy_mean": [0.423]})
+    table = pd.DataFrame({"dataset": ["cora", "cora"], "model": ["gcn", "gcn"],
+                          "method": ["ldpgen", "ldpgen"], "epsilon": [1.0, 2.0],
+                          "ours": [34.3, math.nan], "paper": [34.1, 34.3]})
+    md = paper_compare.generator_md(own, table)
+    assert "| cora-gcn | 42.3 / 34.3 / 34.1 | not run / not run / 34.3 |" in md
+    assert paper_compare.generator_md(pd.DataFrame(), table) == ""

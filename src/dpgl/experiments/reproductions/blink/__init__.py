@@ -101,9 +101,13 @@ def full_report(ctx: Any) -> dict[str, Any]:
                        "mapped": paper_compare.block_md(part, mapped=True),
                        "notes": paper_compare.hparam_notes(part)})
     count = paper_compare.counts(table)
+    own = ctx.frame(ctx.repro.configs(False, "ldpgen-chung-lu"))
+    generator = paper_compare.generator_md(summarize(own, selection=spec) if len(own)
+                                           else pd.DataFrame(), table)
     over = paper_compare.gaps(table, paper_compare.read_gap_notes(ctx.repro.dir / GAP_NOTES))
     why = over["why"] if len(over) else pd.Series(dtype=str)
-    return {"gaps": paper_compare.gaps_md(over) if len(over) else "",
+    return {"generator": generator,
+            "gaps": paper_compare.gaps_md(over) if len(over) else "",
             "gap_counts": {"over": len(over), "std": int((why == "within one std").sum()),
                            "unexplained": int((why == "unexplained").sum())},
             "blocks": blocks, "counts": paper_compare.counts_md(count),

@@ -243,3 +243,30 @@ def gaps_md(g: pd.DataFrame) -> str:
              f"{r['gap']:+.1f}", r["why"]] for _, r in g.iterrows()]
     return md_table(["block", "method", "ε", "ours", "paper", "gap", "why"], rows,
                     ["---", "---", "---:", "---:", "---:", "---:", "---"])
+
+
+def generator_md(own: pd.DataFrame, table: pd.DataFrame) -> str:
+    """LDPGen per block and epsilon: dpgl's own generation (``own``, a :func:`summarize`
+    frame of the ``generator: chung-lu`` runs), the authors' generation the grid runs and the
+    paper's (both from the comparison ``table``), in %; one row per block."""
+    if own.empty:
+        return ""
+    grid = table[table["method"] == "ldpgen"]
+    eps = sorted(grid["epsilon"].dropna().unique())
+    rows = []
+    for (dataset, model), g in own.groupby(["dataset", "model"], sort=True):
+        theirs = grid[(grid["dataset"] == dataset) & (grid["model"] == model)]
+
+        def cell(e: float, g: pd.DataFrame = g, theirs: pd.DataFrame = theirs) -> str:
+            o = g[g["epsilon"] == e]
+            t = theirs[theirs["epsilon"] == e]
+            mine = f"{100 * o['test_accuracy_mean'].iloc[0]:.1f}" if len(o) else "not run"
+            auth = (f"{t['ours'].iloc[0]:.1f}" if len(t) and not pd.isna(t["ours"].iloc[0])
+                    else "not run")
+            pap = f"{t['paper'].iloc[0]:.1f}" if len(t) and not pd.isna(t["paper"].iloc[0]) \
+                else "-"
+            return f"{mine} / {auth} / {pap}"
+
+        rows.append([f"{dataset}-{model}", *[cell(e) for e in eps]])
+    return md_table(["block", *[f"ε={e:g}" for e in eps]], rows,
+                    ["---"] + ["---:"] * len(eps))
