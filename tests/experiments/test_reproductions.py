@@ -26,10 +26,11 @@ NAMES = ["blink", "blink-pp", "dpar", "dprr", "lpgnn", "solitude"]
 #: lpgnn 214 -> 353 and solitude 107 -> 154 (issue #16 item 2): steps added, the earlier runs'
 #: keys unchanged (LPGNN's CCS version: xyeps 84, labels 57 of which 8 are xyeps runs,
 #: bn_check 6; Solitude: CiteSeer with GraphSAGE in Table 3 27, xeps 16 of which 4 are Table 3
-#: runs, yeps 8).
+#: runs, yeps 8). lpgnn 353 -> 425: the authors' epoch selection (rule_labels 48,
+#: rule_checks 24), the earlier 353 keys unchanged (test below).
 QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (600, "016c059cf2aa798d"),
               "dpar": (186, "d4da3997a893e310"),
-              "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (353, "7635218950653eb4"),
+              "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (425, "edd94935024b1c0a"),
               "solitude": (154, "db491ea505f6da0b")}
 #: The quick keys before issue #16 item 2 (kept: every one is still in the protocol).
 EARLIER_KEYS = {"lpgnn": (214, "585f64cab23d1e7b"), "solitude": (107, "ac177f1050eb61ac")}
@@ -40,7 +41,8 @@ OUTPUTS = {"blink": ["README.md", "results.md", "results.csv"],
            "dpar": ["README.md", "results.md", "results.csv"],
            "dprr": ["README.md", "fig4.csv", "fig5.csv", "fig6.csv", "fig10.csv"],
            "lpgnn": ["README.md", "table3.md", "table3.csv", "fig6_steps_selfloops.csv",
-                     "fig7_label_rate.csv", "xyeps.csv", "labels.csv"],
+                     "fig7_label_rate.csv", "xyeps.csv", "labels.csv", "labels_rule.csv",
+                     "rule_checks.csv"],
            "solitude": ["README.md", "table3.md", "table3.csv", "fig5_label_rate.csv", "link.csv",
                         "xeps.csv", "yeps.csv"]}
 
@@ -63,7 +65,8 @@ def test_added_steps_keep_the_earlier_runs(name: str) -> None:
     """The steps added later leave the earlier quick runs' keys as they were (so the stored
     runs are reused): the earlier steps alone still hash to the earlier digest."""
     repro = reproductions.get(name)
-    added = {"lpgnn": ("xyeps", "labels", "bn_check"), "solitude": ("xeps", "yeps")}[name]
+    added = {"lpgnn": ("xyeps", "labels", "bn_check", "rule_"),
+             "solitude": ("xeps", "yeps")}[name]
     earlier = [c for s in repro.steps(True) if not s.label.startswith(added)
                for g in s.grids for c in repro.expand(g)]
     if name == "solitude":  # Table 3's CiteSeer / GraphSAGE grid came with the added steps
@@ -71,6 +74,18 @@ def test_added_steps_keep_the_earlier_runs(name: str) -> None:
     keys = sorted({c.key() for c in earlier})
     digest = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
     assert (len(keys), digest) == EARLIER_KEYS[name]
+
+
+def test_lpgnn_rule_steps_keep_the_earlier_runs() -> None:
+    """The steps with the authors' epoch selection (``select_epoch_by`` set, so new keys) leave
+    the 353 earlier quick runs as they were: the default rule's keys do not change."""
+    repro = reproductions.get("lpgnn")
+    earlier = [c for s in repro.steps(True) if not s.label.startswith("rule_")
+               for g in s.grids for c in repro.expand(g)]
+    keys = sorted({c.key() for c in earlier})
+    assert (len(keys), hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]) == \
+        (353, "7635218950653eb4")
+    assert all("select_epoch_by" not in c.params for c in earlier)
 
 
 @pytest.mark.parametrize("name", NAMES)

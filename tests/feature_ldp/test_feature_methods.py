@@ -126,3 +126,56 @@ def test_bad_parameters_are_one_line_errors() -> None:
                                   params={"feature_mechanism": "nope"}))
     with pytest.raises(ConfigError, match="epsilon"):
         validate_config(RunConfig(dataset="csbm", method="solitude"))
+
+
+def test_noise_capped_selection_caps_at_the_krr_keep_probability(monkeypatch) -> None:
+    """``select_epoch_by: lpgnn-noise-capped`` (the LPGNN authors' rule) caps at k-RR's keep
+    probability e^eps_y / (e^eps_y + k - 1): public, from eps_y and the number of classes
+    (3 on the small graph); 1 with labels as is. Refused where it does not apply."""
+    import dpgl.train.node as node
+    seen: list[tuple[float, bool]] = []
+    rule = node.noise_capped_better
+
+    def spy(score, best, keep):
+        seen.append((keep, best is None))
+        return rule(score, best, keep)
+
+    monkeypatch.setattr(node, "noise_capped_better", spy)
+    capped = {"select_epoch_by": "lpgnn-noise-capped"}
+    for method, eps, extra in (("lpgnn", 1.0, {"feature_steps": 2}), ("gcn-rnd", None, {}),
+                               ("gcn-raw", None, {"label_denoise": "none"})):
+        for eps_y in (0.5, 2.0):
+            seen.clear()
+            res = _run(method, eps, label_epsilon=eps_y, label_steps=0, **capped, **extra)
+            keep = math.exp(eps_y) / (math.exp(eps_y) + 3 - 1)
+            assert len(seen) == FAST["epochs"] and seen[0][1]  # every epoch; the first kept
+            assert [k for k, _ in seen] == pytest.approx([keep] * len(seen))
+            assert 1 <= res.info["best_epoch"] <= FAST["epochs"]
+    seen.clear()
+    _run("gcn-raw", **capped)  # labels as is: nothing to cap
+    assert {k for k, _ in seen} == {1.0}
+    # the default rule is unchanged (the same metrics as before the option existed)
+    assert _run("gcn-raw", label_epsilon=1.0, label_steps=2).metrics == \
+        _run("gcn-raw", label_epsilon=1.0, label_steps=2, select_epoch_by="val_accuracy").metrics
+    with pytest.raises(ConfigError, match="only lpgnn, gcn-raw"):
+        _run("none", **capped)  # the non-private GNN
+    with pytest.raises(ConfigError, match="batch_size"):
+        _run("gcn-raw", batch_size=64, **capped)
+
+
+def test_label_rr_keep_probability_is_krr_s() -> None:
+    import torch
+
+    from dpgl.mechanisms.labels import LabelRR
+    from dpgl.methods.lpgnn import reported_labels
+    mech = LabelRR(1.0, 7)
+    assert mech.keep_probability == pytest.approx(math.e / (math.e + 6))
+    assert float(mech.transition_matrix()[0, 0]) == pytest.approx(mech.keep_probability)
+    y = torch.zeros(20_000, dtype=torch.long)
+    with Accountant().active():
+        kept = float((mech.randomize(y, make_rng(0)) == 0).float().mean())
+    assert kept == pytest.approx(mech.keep_probability, abs=0.01)
+    rep = reported_labels(y, mech, None)
+    assert rep is not None and rep.keep_probability == mech.keep_probability
+    assert rep.transition is None  # cross-entropy: plain validation loss
+    assert reported_labels(None, None, None) is None

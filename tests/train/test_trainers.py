@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -166,3 +168,103 @@ def test_epoch_selection_by_validation_accuracy_or_by_validation_loss() -> None:
     assert short.best_epoch == 1 and short.epochs_run == 2
     with pytest.raises(ConfigError, match="select_by must be one of"):
         TrainConfig(select_by="test_accuracy")
+
+
+def test_noise_capped_rule_on_a_metric_sequence() -> None:
+    """The LPGNN authors' rule (trainer.py, sisaman/LPGNN@02c60f1): the first epoch is kept;
+    a later one only with a lower validation loss and strictly higher validation and
+    training accuracies, capped at p and 1.05 p (p: k-RR's keep probability)."""
+    from dpgl.train.node import EpochScore, noise_capped_better
+    p = 0.5
+    seq = [EpochScore(0.20, 2.0, 0.20),   # 1: kept (the first)
+           EpochScore(0.30, 1.9, 0.30),   # 2: kept
+           EpochScore(0.40, 1.95, 0.40),  # 3: val loss higher: no
+           EpochScore(0.55, 1.5, 0.45),   # 4: val accuracy above p: no
+           EpochScore(0.45, 1.5, 0.53),   # 5: training accuracy above 1.05 p: no
+           EpochScore(0.45, 1.5, 0.30),   # 6: training accuracy not higher: no
+           EpochScore(0.30, 1.5, 0.45),   # 7: validation accuracy not higher: no
+           EpochScore(0.50, 1.8, 0.525),  # 8: both at their caps: kept
+           EpochScore(0.50, 1.0, 0.52)]   # 9: nothing higher: no
+    kept, chosen = None, []
+    for epoch, score in enumerate(seq, 1):
+        if noise_capped_better(score, kept, p):
+            kept = score
+            chosen.append(epoch)
+    assert chosen == [1, 2, 8]
+    # the default rule would take epoch 4 (the highest validation accuracy)
+    assert max(range(len(seq)), key=lambda i: seq[i].val_accuracy) + 1 == 4
+    # labels used as is (p = 1): the caps never bind, the rest still does
+    assert noise_capped_better(EpochScore(0.99, 1.0, 1.0), seq[0], 1.0)
+    assert not noise_capped_better(EpochScore(0.99, 3.0, 1.0), seq[0], 1.0)
+
+
+def _logits(train_right: int, val_right: int, test_right: bool) -> torch.Tensor:
+    """Scripted logits of 9 nodes: training nodes 0-3 and validation nodes 4-7 (all reported
+    and labelled 1), test node 8 (label 0); the first ``train_right`` / ``val_right`` of
+    them predict 1, the others 0."""
+    t = torch.tensor([[1.0, 0.0]]).repeat(9, 1)
+    t[:train_right] = torch.tensor([0.0, 1.0])
+    t[4:4 + val_right] = torch.tensor([0.0, 1.0])
+    t[8] = torch.tensor([1.0, 0.0] if test_right else [0.0, 1.0])
+    return t
+
+
+def test_noise_capped_caps_bind_in_the_trainer() -> None:
+    """The trainer measures the training accuracy on the training-mode forward of the epoch
+    (before the step: script[e - 1] at epoch e) and the validation accuracy after it
+    (script[e]), both on the reports; with p = 0.6 the caps refuse epochs 3 (validation
+    3/4 > p) and 4 (training 4/4 > 1.05 p) and keep epoch 2."""
+    from dpgl.train.node import ReportedLabels, train_with_selection
+    script = [_logits(0, 0, False),
+              _logits(1, 1, True),    # epoch 1: train 0/4, val 1/4: kept (the first)
+              _logits(2, 2, False),   # epoch 2: train 1/4, val 2/4, lower loss: kept
+              _logits(4, 3, True),    # epoch 3: train 2/4, val 3/4 > 0.6: refused
+              _logits(4, 4, True)]    # epoch 4: train 4/4 > 0.63: refused
+
+    def epoch(m: torch.nn.Module, opt: torch.optim.Optimizer, targets: torch.Tensor) -> float:
+        m()  # the training-mode forward whose accuracy the rule reads
+        m.step.data += 1
+        opt.zero_grad()
+        loss = m.w * 1.0
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    idx = torch.tensor
+    y = torch.tensor([1, 1, 1, 1, 1, 1, 1, 1, 0])
+
+    def run(cfg: TrainConfig, reported: ReportedLabels | None):  # a fresh model each time
+        return train_with_selection(_Scripted(script), epoch, lambda m: m(), y,
+                                    idx([0, 1, 2, 3]), idx([4, 5, 6, 7]), idx([8]), cfg,
+                                    seed=0, reported=reported)
+
+    cfg = TrainConfig(epochs=4, patience=None, select_by="lpgnn-noise-capped")
+    capped = run(cfg, ReportedLabels(y, 0.6))
+    assert capped.best_epoch == 2 and capped.metrics["test_accuracy"] == 0.0
+    # p = 1 (labels as is, or reported=None): no cap binds, epoch 4 is kept
+    for reported in (ReportedLabels(y, 1.0), None):
+        free = run(cfg, reported)
+        assert free.best_epoch == 4 and free.metrics["test_accuracy"] == 1.0
+    # patience counts the epochs since the kept one: stops after epoch 3, keeps epoch 2
+    short = run(TrainConfig(epochs=4, patience=1, select_by="lpgnn-noise-capped"),
+                ReportedLabels(y, 0.6))
+    assert short.best_epoch == 2 and short.epochs_run == 3
+    # dpgl's default keeps the highest validation accuracy (epoch 4)
+    assert run(TrainConfig(epochs=4, patience=None), None).best_epoch == 4
+    # the mini-batch trainer cannot measure it (one forward per batch)
+    from dpgl.train.minibatch import MiniBatchConfig, train_node_minibatch
+    with pytest.raises(ConfigError, match="full batch"):
+        train_node_minibatch(build_node_model("mlp", 2, 2), torch.zeros(9, 2), None, y,
+                             idx([0]), idx([4]), idx([8]), cfg, MiniBatchConfig(4), seed=0)
+
+
+def test_noise_capped_validation_loss_is_forward_corrected() -> None:
+    from dpgl.train.node import _capped_score
+    lg = torch.tensor([[4.0, 0.0], [4.0, 0.0]])
+    reports = torch.tensor([0, 1])
+    plain = _capped_score(lg, lg, reports, reports, None)
+    assert plain.val_accuracy == plain.train_accuracy == 0.5
+    assert plain.val_loss == pytest.approx(float(torch.nn.functional.cross_entropy(lg, reports)),
+                                           abs=1e-5)
+    uniform = _capped_score(lg, lg, reports, reports, torch.full((2, 2), 0.5))
+    assert uniform.val_loss == pytest.approx(math.log(2), abs=1e-6)  # P(report) = 1/2

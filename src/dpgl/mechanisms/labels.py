@@ -38,6 +38,11 @@ class LabelRR(Randomizer):
     def guarantee(self) -> Guarantee:
         return self.rr.guarantee
 
+    @property
+    def keep_probability(self) -> float:
+        """P[report = true label] = e^eps / (e^eps + k - 1): public (eps and k only)."""
+        return self.rr.keep_probability
+
     def transition_matrix(self) -> torch.Tensor:
         """T[i, j] = P(reported j | true i) (LPGNN Sec. 4.3), float32 (k, k)."""
         k = self.num_classes

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from torch_geometric.data import Data
 
     from dpgl.nn import PreparedGraph
+    from dpgl.train.node import ReportedLabels
 
 
 def node_split(ctx: RunContext, data: Data, *, labels: torch.Tensor | None = None
@@ -53,6 +54,7 @@ def train_node_model(
     model: str | None = None,
     train_targets: torch.Tensor | None = None,
     head: tuple | None = None,
+    reported: ReportedLabels | None = None,
 ) -> MethodOutput:
     """Train ``model`` (default: the run's model) on features ``x`` over ``graph``, on the
     run's device: full batch (the features and the graph are moved there once), or in
@@ -61,12 +63,14 @@ def train_node_model(
     generator's next draw either way, so full and mini-batch runs of one configuration see
     the same split and the same (estimated) graph. ``head``: the arguments of a
     :class:`~dpgl.nn.kprop.LabelPropagationHead` wrapped around the model (noisy labels,
-    :func:`dpgl.methods.lpgnn.label_targets`; full batch only)."""
+    :func:`dpgl.methods.lpgnn.label_targets`; full batch only). ``reported``: the k-RR
+    label reports for ``select_epoch_by: lpgnn-noise-capped``
+    (:func:`dpgl.methods.lpgnn.reported_labels`)."""
     p = ctx.params
     assert isinstance(p, NodeParams)
     return fit_node_model(model or ctx.model, x, y, split, graph, p,
                           seed=int(ctx.rng.integers(2**31)), device=ctx.device,
-                          train_targets=train_targets, head=head)
+                          train_targets=train_targets, head=head, reported=reported)
 
 
 def fit_node_model(
@@ -81,6 +85,7 @@ def fit_node_model(
     device: torch.device | str | None = "cpu",
     train_targets: torch.Tensor | None = None,
     head: tuple | None = None,
+    reported: ReportedLabels | None = None,
 ) -> MethodOutput:
     """:func:`train_node_model`'s training step with its seed given: a ``kind`` node model
     with ``p``'s architecture, trained by ``p``'s configuration (full or mini-batch) on
@@ -125,6 +130,7 @@ def fit_node_model(
             seed=seed,
             train_targets=train_targets,
             device=device,
+            reported=reported,
         )
     else:
         from dpgl.train.minibatch import train_node_minibatch

@@ -22,7 +22,7 @@ from pydantic import Field
 
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
-from dpgl.methods.lpgnn import collect_labels, label_targets
+from dpgl.methods.lpgnn import collect_labels, label_targets, reported_labels
 from dpgl.methods.params import NodeParams, Params
 from dpgl.privacy import Unit
 from dpgl.rng import spawn, torch_generator
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 class FeatureBaselineParams(NodeParams):
     randomizer_params: ClassVar[frozenset[str]] = frozenset({"label_epsilon"})
+    no_noise_capped: ClassVar[str] = ""  # k-RR labels: the authors' rule applies
 
     normalize_features: bool = Field(True, description="no effect (scaling is the run's data "
                                      "option normalize_features)")
@@ -84,7 +85,7 @@ class _FeatureBaseline(Method):
         if p.label_epsilon is None:  # the labels as is (draws nothing: runs unchanged)
             acc.spend_nonprivate("labels", "true training labels used as is", Unit.LABEL_LDP)
             split = node_split(ctx, data)
-            y_eval, targets, head = data.y, None, None
+            y_eval, targets, head, reported = data.y, None, None, None
             diag: dict[str, float] = {}
         else:  # every user's k-RR label report; the randomizer charges
             (label_rng,) = spawn(ctx.rng, 1)
@@ -94,9 +95,11 @@ class _FeatureBaseline(Method):
                 data.y, y_noisy, mech, split, data.edge_index, int(data.num_nodes),
                 denoise=p.label_denoise, steps=p.label_steps,
                 forward_correction=p.forward_correction)
+            reported = reported_labels(y_noisy, mech, head)
         x = self.features(ctx)
         graph = PreparedGraph(data.edge_index, int(data.num_nodes))
-        out = train_node_model(ctx, x, y_eval, split, graph, train_targets=targets, head=head)
+        out = train_node_model(ctx, x, y_eval, split, graph, train_targets=targets, head=head,
+                               reported=reported)
         out.info["feature_dim"] = int(x.size(1))
         out.diagnostics.update(diag)
         return out

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import torch
 
     from dpgl.mechanisms.labels import LabelRR
+    from dpgl.train.node import ReportedLabels
 
 
 class LpgnnParams(NodeParams):
@@ -36,6 +37,7 @@ class LpgnnParams(NodeParams):
 
     no_minibatch: ClassVar[str] = ("lpgnn trains its KProp model full batch: batch_size and "
                                    "fanout are not supported")
+    no_noise_capped: ClassVar[str] = ""  # k-RR labels: the authors' rule applies
 
     renamed: ClassVar[dict[str, Renamed]] = {"steps": Renamed("feature_steps"),
                                              "gaussian_delta": Renamed("delta")}
@@ -129,6 +131,19 @@ def label_targets(y: torch.Tensor, y_noisy: torch.Tensor | None, mechanism: Labe
     return y_eval, targets, (adj, steps, transition), diag
 
 
+def reported_labels(y_noisy: torch.Tensor | None, mechanism: LabelRR | None,
+                    head: tuple | None) -> ReportedLabels | None:
+    """What ``select_epoch_by: lpgnn-noise-capped`` compares against
+    (:func:`dpgl.train.node.noise_capped_better`): the k-RR reports, k-RR's public keep
+    probability (the cap) and the forward correction's transition matrix, if the loss uses
+    one; None when the labels are used as is (the rule without caps)."""
+    from dpgl.train.node import ReportedLabels
+    if y_noisy is None or mechanism is None:
+        return None
+    return ReportedLabels(y_noisy, mechanism.keep_probability,
+                          None if head is None else head[2])
+
+
 @register
 class LPGNN(Method):
     """Sajadmanesh & Gatica-Perez, "Locally Private Graph Neural Networks", CCS 2021."""
@@ -204,7 +219,8 @@ class LPGNN(Method):
         result = train_node_classifier(
             net, lambda m: m(xk, graph), y_eval, *split,
             p.train_config(),
-            seed=int(ctx.rng.integers(2**31)), train_targets=targets, device=ctx.device)
+            seed=int(ctx.rng.integers(2**31)), train_targets=targets, device=ctx.device,
+            reported=reported_labels(y_noisy, label_mech, head))
         info = {"best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
                 "train_seconds": result.seconds, "feature_m": rand.m,
                 "feature_mechanism": p.feature_mechanism, "steps": p.feature_steps,

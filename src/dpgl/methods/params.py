@@ -233,6 +233,12 @@ class NodeParams(Params):
     #: why this method's trainer takes no mini-batch options ("": it takes them); a
     #: subclass whose method trains otherwise (its own trainer, DP-SGD) says why
     no_minibatch: ClassVar[str] = ""
+    #: why ``select_epoch_by: lpgnn-noise-capped`` does not apply ("": it does): the rule
+    #: caps accuracies on k-RR label reports (:func:`dpgl.train.node.noise_capped_better`);
+    #: the methods that may receive such reports say ""
+    no_noise_capped: ClassVar[str] = (
+        "select_epoch_by='lpgnn-noise-capped' is the LPGNN authors' rule for k-RR labels: "
+        "only lpgnn, gcn-raw, gcn-rnd and gcn-ohd take it")
 
     split: Literal["random", "blink-fixed"] = Field(
         "random", description="random: a new split per seed, by the ratios below; "
@@ -260,9 +266,12 @@ class NodeParams(Params):
     epochs: int = Field(200, ge=1, description="maximum number of training epochs")
     patience: int | None = Field(50, ge=1, description="stop after this many epochs without a "
                                  "better validation score (unset: run every epoch)")
-    select_epoch_by: Literal["val_accuracy", "val_loss"] = Field(
+    select_epoch_by: Literal["val_accuracy", "val_loss", "lpgnn-noise-capped"] = Field(
         "val_accuracy", description="the epoch whose model is kept and tested: the best "
-        "validation accuracy (ties: lower loss) or the lowest validation loss (Blink's code)")
+        "validation accuracy (ties: lower loss), the lowest validation loss (Blink's code), or "
+        "lpgnn-noise-capped: the LPGNN authors' rule for k-RR labels (lower validation loss "
+        "and higher validation and training accuracies on the reported labels, capped by "
+        "k-RR's keep probability; lpgnn, gcn-raw, gcn-rnd, gcn-ohd, full batch)")
     batch_size: int | None = Field(None, ge=1, description="seed nodes per mini-batch, with "
                                    "neighbour sampling (unset: full batch)")
     fanout: int | list[int] | None = Field(
@@ -312,6 +321,16 @@ class NodeParams(Params):
         from dpgl.train.node import TrainConfig
         return TrainConfig(lr=self.lr, weight_decay=self.weight_decay, epochs=self.epochs,
                            patience=self.patience, select_by=self.select_epoch_by)
+
+    @model_validator(mode="after")
+    def _noise_capped(self) -> NodeParams:
+        if self.select_epoch_by == "lpgnn-noise-capped":
+            if self.no_noise_capped:
+                raise ValueError(self.no_noise_capped)
+            if self.batch_size is not None:
+                raise ValueError("select_epoch_by='lpgnn-noise-capped' measures the training "
+                                 "accuracy of a full-batch forward: unset batch_size")
+        return self
 
     @model_validator(mode="after")
     def _ratios(self) -> NodeParams:

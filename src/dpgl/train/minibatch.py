@@ -64,7 +64,7 @@ from dpgl.nn.layers import Features
 from dpgl.nn.models import NodeModel
 from dpgl.nn.prepared import PreparedGraph
 from dpgl.train.fanout import ALL, check_fanout
-from dpgl.train.node import TrainConfig, TrainResult, train_with_selection
+from dpgl.train.node import NOISE_CAPPED, TrainConfig, TrainResult, train_with_selection
 from dpgl.train.sampling import UniformNeighbourSampler
 
 __all__ = ["FeatureRows", "MiniBatchConfig", "layerwise_inference", "node_loader",
@@ -244,6 +244,9 @@ def train_node_minibatch(
         raise ConfigError(f"the graph has {graph.num_nodes} nodes, the features {n} rows")
     if train_idx.numel() == 0:
         raise ConfigError("the training split is empty")
+    if config.select_by == NOISE_CAPPED:
+        raise ConfigError("select_by='lpgnn-noise-capped' measures the training accuracy of "
+                          "a full-batch forward: train full batch (unset batch_size)")
     fanout = batching.fanouts(len(net.layers))
     uses_graph = net.kind != "mlp" and graph is not None
     loader = node_loader(graph if uses_graph else None, n, train_idx, batching.batch_size,
