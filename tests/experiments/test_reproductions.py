@@ -90,7 +90,7 @@ def test_lpgnn_rule_steps_keep_the_earlier_runs() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_readme_and_tables_regenerate_byte_identical(name: str, tmp_path: Path) -> None:
-    committed = ROOT / "results" / name
+    committed = ROOT / reproductions.get(name).default_out(True)
     out = tmp_path / name
     shutil.copytree(committed, out, ignore=shutil.ignore_patterns("*.sqlite*", "*.png"))
     for f in OUTPUTS[name]:
