@@ -282,8 +282,7 @@ def test_epsilon_filter_runs_only_those_epsilons(tmp_path: Path, monkeypatch) ->
         BLINK.run(tmp_path / "b", quick=False, data_dir=None, console=None, epsilons=(0.5,))
 
 
-@pytest.mark.parametrize("name", ["gapcheck-citeseer-gcn-dprr-5.yaml",
-                                  "gapcheck-citeseer-gcn-ldpgen-6.yaml"])
+@pytest.mark.parametrize("name", sorted(p.name for p in BLINK.dir.glob("gapcheck-*.yaml")))
 def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
     """A gap note's seed check runs exactly the full grid's configuration of that point (its
     seeds 0-2 have the full protocol's run keys), with more seeds."""
