@@ -197,10 +197,9 @@ def test_full_report_from_a_synthetic_store_and_only_by_block(tmp_path: Path,
     assert (rr["gap"].round(6) == -10.0).all() and not rr["agree"].astype(bool).any()
 
 
-def test_method_filters_run_only_the_named_methods(tmp_path: Path, monkeypatch) -> None:
-    """``--method`` keeps only the named methods' runs, ``--skip-method`` drops them (both
-    within ``--only``'s block); a name the protocol never runs is a one-line error before
-    anything runs."""
+def _recorded_runs(monkeypatch) -> list[RunConfig]:
+    """Replace the runner's run function by one that records each configuration (and returns
+    a fixed result); the list it fills."""
     calls: list[RunConfig] = []
 
     def fake_run(cfg: RunConfig, data_dir=None) -> RunResult:
@@ -210,6 +209,14 @@ def test_method_filters_run_only_the_named_methods(tmp_path: Path, monkeypatch) 
 
     import dpgl.experiments.execute as execute
     monkeypatch.setattr(execute, "execute_run", fake_run)
+    return calls
+
+
+def test_method_filters_run_only_the_named_methods(tmp_path: Path, monkeypatch) -> None:
+    """``--method`` keeps only the named methods' runs, ``--skip-method`` drops them (both
+    within ``--only``'s block); a name the protocol never runs is a one-line error before
+    anything runs."""
+    calls = _recorded_runs(monkeypatch)
     BLINK.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora-gcn",),
               methods=("rr", "mlp"))
     assert sorted({c.method for c in calls}) == ["mlp", "rr"] and len(calls) == 3 + 24
@@ -265,15 +272,7 @@ def test_default_output_directories() -> None:
 def test_epsilon_filter_runs_only_those_epsilons(tmp_path: Path, monkeypatch) -> None:
     """``--epsilon`` keeps only the runs at those epsilons (non-private runs have none, so
     they are left out); an epsilon the protocol does not run is an error."""
-    calls: list[RunConfig] = []
-
-    def fake_run(cfg: RunConfig, data_dir=None) -> RunResult:
-        calls.append(cfg)
-        return RunResult(metrics={"test_accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5},
-                         privacy={"totals": {}})
-
-    import dpgl.experiments.execute as execute
-    monkeypatch.setattr(execute, "execute_run", fake_run)
+    calls = _recorded_runs(monkeypatch)
     BLINK.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora-gcn",),
               methods=("solitude-link",), epsilons=(2.0, 8.0))
     assert sorted((c.epsilon, c.seed) for c in calls) == [(e, s) for e in (2.0, 8.0)

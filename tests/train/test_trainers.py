@@ -130,6 +130,17 @@ class _Scripted(torch.nn.Module):
         return self.script[int(self.step)] + 0 * self.w
 
 
+def _scripted_epoch(m: torch.nn.Module, opt: torch.optim.Optimizer,
+                    targets: torch.Tensor) -> float:
+    """One training epoch of a :class:`_Scripted` model: the script moves on one step."""
+    m.step.data += 1
+    opt.zero_grad()
+    loss = m.w * 1.0
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
 def _scripted_run(select_by: str, patience: int | None = None):
     """Validation nodes 0, 1 (labels 0, 1), test node 2 (label 0). Epoch 1: validation
     accuracy 1/2, loss 0.43 (the lowest), test right; epoch 2: accuracy 1, loss 0.69, test
@@ -140,17 +151,9 @@ def _scripted_run(select_by: str, patience: int | None = None):
               torch.tensor([[2.0, 0.0], [2.0, 0.0], [0.0, 2.0]])]     # epoch 3
     model = _Scripted(script)
 
-    def epoch(m: torch.nn.Module, opt: torch.optim.Optimizer, targets: torch.Tensor) -> float:
-        m.step.data += 1
-        opt.zero_grad()
-        loss = m.w * 1.0
-        loss.backward()
-        opt.step()
-        return loss.item()
-
     from dpgl.train.node import train_with_selection
     y, idx = torch.tensor([0, 1, 0]), torch.tensor
-    return train_with_selection(model, epoch, lambda m: m(), y, idx([0]), idx([0, 1]),
+    return train_with_selection(model, _scripted_epoch, lambda m: m(), y, idx([0]), idx([0, 1]),
                                 idx([2]), TrainConfig(epochs=3, patience=patience,
                                                       select_by=select_by), seed=0)
 
@@ -223,12 +226,7 @@ def test_noise_capped_caps_bind_in_the_trainer() -> None:
 
     def epoch(m: torch.nn.Module, opt: torch.optim.Optimizer, targets: torch.Tensor) -> float:
         m()  # the training-mode forward whose accuracy the rule reads
-        m.step.data += 1
-        opt.zero_grad()
-        loss = m.w * 1.0
-        loss.backward()
-        opt.step()
-        return loss.item()
+        return _scripted_epoch(m, opt, targets)
 
     idx = torch.tensor
     y = torch.tensor([1, 1, 1, 1, 1, 1, 1, 1, 0])

@@ -16,14 +16,19 @@ private labels) and its fully private baselines (RND / OHD features, private lab
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split, train_node_model
-from dpgl.methods.lpgnn import collect_labels, label_targets, reported_labels
-from dpgl.methods.params import NodeParams, Params
+from dpgl.methods.lpgnn import (
+    PrivateLabelNodeParams,
+    collect_labels,
+    label_targets,
+    reported_labels,
+)
+from dpgl.methods.params import Params
 from dpgl.privacy import Unit
 from dpgl.rng import spawn, torch_generator
 
@@ -31,27 +36,11 @@ if TYPE_CHECKING:
     import torch
 
 
-class FeatureBaselineParams(NodeParams):
+class FeatureBaselineParams(PrivateLabelNodeParams):
     randomizer_params: ClassVar[frozenset[str]] = frozenset({"label_epsilon"})
-    no_noise_capped: ClassVar[str] = ""  # k-RR labels: the authors' rule applies
 
     normalize_features: bool = Field(True, description="no effect (scaling is the run's data "
                                      "option normalize_features)")
-    activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
-    batch_norm: bool = True
-    weight_decay: float = Field(1e-3, ge=0)
-    epochs: int = Field(300, ge=1)
-    patience: int | None = Field(100, ge=1)
-    # private labels (LPGNN, CCS 2021: eps_x = infinity rows and fully private baselines);
-    # unset: the labels are used as is, as before these options existed
-    label_epsilon: float | None = Field(None, gt=0, description="label-LDP budget eps_y of k-ary "
-                                        "RR on the labels (unset: labels used as is)")
-    label_denoise: Literal["drop", "none"] = Field(
-        "drop", description="noisy-label handling (with label_epsilon): drop (LPGNN's label "
-        "propagation + forward correction) or none")
-    label_steps: int = Field(0, ge=0, le=256, description="label propagation steps K_y")
-    forward_correction: bool = Field(True, description="correct the loss with the RR "
-                                     "transition matrix of the noisy labels")
 
 
 class OhdParams(FeatureBaselineParams):

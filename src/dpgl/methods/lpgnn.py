@@ -32,23 +32,39 @@ if TYPE_CHECKING:
     from dpgl.train.node import ReportedLabels
 
 
-class LpgnnParams(NodeParams):
-    """LPGNN options (defaults: LPGNN Sec. 5.1 / Table 2 style architecture)."""
+class PrivateLabelNodeParams(NodeParams):
+    """What LPGNN and its feature baselines share (LPGNN, CCS 2021): the Table 2 style
+    training defaults and the optional private labels (k-RR with ``label_epsilon``, then
+    Drop: label propagation + forward correction, Sec. 4.3); with ``label_epsilon`` unset
+    the labels are used as is."""
 
-    no_minibatch: ClassVar[str] = ("lpgnn trains its KProp model full batch: batch_size and "
-                                   "fanout are not supported")
     no_noise_capped: ClassVar[str] = ""  # k-RR labels: the authors' rule applies
-
-    renamed: ClassVar[dict[str, Renamed]] = {"steps": Renamed("feature_steps"),
-                                             "gaussian_delta": Renamed("delta")}
-    randomizer_params: ClassVar[frozenset[str]] = frozenset(
-        {"feature_mechanism", "m", "delta", "feature_low", "feature_high", "label_epsilon"})
 
     activation: Literal["relu", "selu", "elu", "tanh"] = "selu"
     batch_norm: bool = True
     weight_decay: float = Field(1e-3, ge=0)
     epochs: int = Field(300, ge=1)
     patience: int | None = Field(100, ge=1)
+    label_epsilon: float | None = Field(None, gt=0, description="label-LDP budget eps_y of k-ary "
+                                        "RR on the labels (unset: labels used as is)")
+    label_denoise: Literal["drop", "none"] = Field(
+        "drop", description="noisy-label handling: drop (LPGNN's label propagation + forward "
+        "correction) or none")
+    label_steps: int = Field(0, ge=0, le=256, description="label propagation steps K_y")
+    forward_correction: bool = Field(True, description="correct the loss with the RR "
+                                     "transition matrix of the noisy labels")
+
+
+class LpgnnParams(PrivateLabelNodeParams):
+    """LPGNN options (defaults: LPGNN Sec. 5.1 / Table 2 style architecture)."""
+
+    no_minibatch: ClassVar[str] = ("lpgnn trains its KProp model full batch: batch_size and "
+                                   "fanout are not supported")
+    renamed: ClassVar[dict[str, Renamed]] = {"steps": Renamed("feature_steps"),
+                                             "gaussian_delta": Renamed("delta")}
+    randomizer_params: ClassVar[frozenset[str]] = frozenset(
+        {"feature_mechanism", "m", "delta", "feature_low", "feature_high", "label_epsilon"})
+
     feature_mechanism: Literal["multibit", "1bit", "gaussian", "laplace"] = Field(
         "multibit", description="how each user randomizes her feature vector (LPGNN's "
         "multi-bit by default)")
@@ -66,14 +82,6 @@ class LpgnnParams(NodeParams):
     aggregator: Literal["gcn", "mean"] = Field("gcn", description="KProp's neighbour "
                                                "aggregation")
     self_loops: bool = Field(False, description="KProp aggregates a node's own report too")
-    label_epsilon: float | None = Field(None, gt=0, description="label-LDP budget eps_y of k-ary "
-                                        "RR on the labels (unset: labels used as is)")
-    label_denoise: Literal["drop", "none"] = Field(
-        "drop", description="noisy-label handling: drop (LPGNN's label propagation + forward "
-        "correction) or none")
-    label_steps: int = Field(0, ge=0, le=256, description="label propagation steps K_y")
-    forward_correction: bool = Field(True, description="correct the loss with the RR "
-                                     "transition matrix of the noisy labels")
     propagation: Literal["auto", "precompute", "factorized"] = Field(
         "auto", description="KProp on the reports (precompute) or after the first projection "
         "(factorized, same result); auto: by n d")
