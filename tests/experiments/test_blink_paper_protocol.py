@@ -304,3 +304,14 @@ def test_generator_table_puts_dpgls_ldpgen_beside_the_authors_and_the_paper() ->
     md = paper_compare.generator_md(own, table)
     assert "| cora-gcn | 42.3 / 34.3 / 34.1 | not run / not run / 34.3 |" in md
     assert paper_compare.generator_md(pd.DataFrame(), table) == ""
+
+
+def test_a_note_marked_unexplained_still_counts_as_unexplained(tmp_path: Path) -> None:
+    table = pd.DataFrame({"dataset": ["cora"], "model": ["gat"], "method": ["symrr"],
+                          "epsilon": [3.0], "ours": [20.0], "ours_std": [1.0], "paper": [27.0],
+                          "paper_std": [1.0], "gap": [-7.0], "within_std": [False]})
+    path = tmp_path / "notes.csv"
+    path.write_text("dataset,model,method,epsilon,note\ncora,gat,symrr,3,\"unexplained, "
+                    "checked: not seed noise\"\n", encoding="utf-8")
+    g = paper_compare.gaps(table, paper_compare.read_gap_notes(path))
+    assert g["why"].iloc[0].startswith("unexplained, checked")

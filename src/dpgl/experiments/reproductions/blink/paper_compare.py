@@ -205,8 +205,9 @@ def hparam_notes(table: pd.DataFrame) -> list[str]:
 def read_gap_notes(path: Path) -> pd.DataFrame:
     """``gap_notes.csv``: why a point is more than :data:`POINTS` points from the paper's, when
     one standard deviation does not cover it. Columns dataset, model, method, epsilon (empty:
-    every epsilon of that method) and note (the cause, naming the protocol difference); empty
-    dataset / model fields match every dataset / model."""
+    every epsilon of that method) and note (the cause, naming the protocol difference; a
+    note that starts with "unexplained" records what was checked and still counts as
+    unexplained); empty dataset / model fields match every dataset / model."""
     if not path.exists():
         return pd.DataFrame(columns=["dataset", "model", "method", "epsilon", "note"])
     notes = pd.read_csv(path, dtype={"dataset": str, "model": str, "method": str, "note": str})
