@@ -252,15 +252,11 @@ def ldpgen_simulate(u: np.ndarray, v: np.ndarray, num_nodes: int, client: LDPGen
     check_generator(generator)
     src, dst = both_directions(u, v)
     n = check_num_nodes(num_nodes)
-    if generator == "chung-lu":
-        _, _, xi1, delta1 = ldpgen_reports(src, dst, n, client, rng, k0=k0, k1=k1,
-                                           max_k1=max_k1)
-    else:
-        _, _, xi1, delta1 = ldpgen_reports(src, dst, n, client, rng, k0=k0, k1=k1,
-                                           max_k1=n, min_k1=1)
+    authors = generator == "blink-authors-bug"
+    _, _, xi1, delta1 = ldpgen_reports(src, dst, n, client, rng, k0=k0, k1=k1,
+                                       max_k1=n if authors else max_k1,
+                                       min_k1=1 if authors else 2)
     k1_used = delta1.shape[1]
-    if generator == "chung-lu":
-        a, b = chung_lu_blocks(delta1, xi1, k1_used, rng)
-    else:
-        a, b = blink_authors_graph(delta1, xi1, k1_used, rng)
+    generate = blink_authors_graph if authors else chung_lu_blocks
+    a, b = generate(delta1, xi1, k1_used, rng)
     return a, b, {"k1": k1_used, "generator": generator}

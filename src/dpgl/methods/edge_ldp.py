@@ -43,15 +43,22 @@ DIRECTION_HELP = ("which end of a directed report receives messages: user (she a
                   "from the neighbours she reported) or reported (Blink's code)")
 
 
+def _check_orientation(direction: str, symmetrize: str) -> None:
+    """RR's and DPRR's params: :func:`dpgl.mechanisms.rr.check_direction`, imported only
+    when ``direction`` is not the default (which needs no check), so that validating the
+    default stays free of heavy imports."""
+    if direction != "user":
+        from dpgl.mechanisms.rr import check_direction
+        check_direction(direction, symmetrize)
+
+
 class RRParams(NodeParams):
     symmetrize: Symmetrize = Field("directed", description=SYMMETRIZE_HELP)
     direction: Direction = Field("user", description=DIRECTION_HELP)
 
     @model_validator(mode="after")
     def _direction(self) -> RRParams:
-        if self.direction != "user":  # the default needs no check (nor the heavy import)
-            from dpgl.mechanisms.rr import check_direction
-            check_direction(self.direction, self.symmetrize)
+        _check_orientation(self.direction, self.symmetrize)
         return self
 
 
@@ -69,9 +76,7 @@ class DPRRParams(NodeParams):
 
     @model_validator(mode="after")
     def _direction(self) -> DPRRParams:
-        if self.direction != "user":  # the default needs no check (nor the heavy import)
-            from dpgl.mechanisms.rr import check_direction
-            check_direction(self.direction, self.symmetrize)
+        _check_orientation(self.direction, self.symmetrize)
         return self
 
 

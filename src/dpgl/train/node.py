@@ -191,7 +191,10 @@ def _capped_score(train_logits: torch.Tensor, val_logits: torch.Tensor,
         prob = prob @ transition
     picked = prob.gather(1, val_reports.view(-1, 1)).squeeze(1)
     val_loss = float(-torch.log(picked + 1e-20).mean()) if val_reports.numel() else math.nan
-    acc = lambda lg, t: float((lg.argmax(-1) == t).float().mean()) if t.numel() else math.nan  # noqa: E731
+
+    def acc(logits: torch.Tensor, reports: torch.Tensor) -> float:
+        return accuracy(logits.argmax(-1).cpu().numpy(), reports.cpu().numpy())
+
     return EpochScore(acc(val_logits, val_reports), val_loss, acc(train_logits, train_reports))
 
 

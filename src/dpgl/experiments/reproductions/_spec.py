@@ -211,7 +211,7 @@ class Reproduction:
         protocol uses is an error."""
         if not names and not epsilons:
             return
-        configs = [c for s in self.steps(quick) for g in s.grids for c in g.expand(is_private)]
+        configs = self.configs(quick)
         protocol = f"the {self.name} {'quick' if quick else 'full'} protocol"
         used = {c.method for c in configs}
         unknown = sorted(set(names) - used)
