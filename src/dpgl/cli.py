@@ -536,6 +536,11 @@ def reproduce(
         typer.Option("--epsilon", metavar="EPS", min=0.0, help="Run only the runs at this "
                      "epsilon (repeatable); writes no report, like --only."),
     ] = None,
+    seed: Annotated[
+        list[int] | None,
+        typer.Option("--seed", metavar="SEED", min=0, help="Run only the runs with this seed "
+                     "(repeatable; e.g. seeds 0-2 of every point first); writes no report."),
+    ] = None,
     report_only: Annotated[
         bool, typer.Option("--report-only", help="Run nothing: rewrite the README, tables and "
                            "plots from the stored runs (runs.sqlite, else runs.jsonl).")
@@ -559,7 +564,7 @@ def reproduce(
         written = repro.run(target, quick=quick, data_dir=data_dir, console=out,
                             only=tuple(only or ()), report_only=report_only, threads=threads,
                             methods=tuple(method or ()), skip_methods=tuple(skip_method or ()),
-                            epsilons=tuple(epsilon or ()))
+                            epsilons=tuple(epsilon or ()), seeds=tuple(seed or ()))
     for p in written:
         out.print(f"wrote {p}")
 

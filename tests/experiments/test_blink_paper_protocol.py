@@ -281,6 +281,18 @@ def test_epsilon_filter_runs_only_those_epsilons(tmp_path: Path, monkeypatch) ->
         BLINK.run(tmp_path / "b", quick=False, data_dir=None, console=None, epsilons=(0.5,))
 
 
+def test_seed_filter_runs_only_those_seeds(tmp_path: Path, monkeypatch) -> None:
+    """``--seed`` keeps only the runs with those seeds, non-private ones included; a seed the
+    protocol does not run is an error."""
+    calls = _recorded_runs(monkeypatch)
+    BLINK.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora-gcn",),
+              methods=("none", "rr"), seeds=(1,))
+    assert sorted((c.method, c.epsilon, c.seed) for c in calls) == [
+        ("none", None, 1), *[("rr", float(e), 1) for e in range(1, 9)]]
+    with pytest.raises(ConfigError, match=r"runs no seed 7 \(it runs seeds 0-2\)"):
+        BLINK.run(tmp_path / "b", quick=False, data_dir=None, console=None, seeds=(7,))
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in BLINK.dir.glob("gapcheck-*.yaml")))
 def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
     """A gap note's seed check runs exactly the full grid's configuration of that point (its

@@ -149,12 +149,12 @@ class Reproduction:
             only: tuple[str, ...] = (), report_only: bool = False,
             threads: int | None = None, methods: tuple[str, ...] = (),
             skip_methods: tuple[str, ...] = (),
-            epsilons: tuple[float, ...] = ()) -> list[Path]:
+            epsilons: tuple[float, ...] = (), seeds: tuple[int, ...] = ()) -> list[Path]:
         """Run the protocol's steps (resumable), then write the report. ``only``: run just
         these datasets' runs, or these steps' (by label), and write no report (several
         processes may share the store); ``methods`` / ``skip_methods``: run only these
-        methods' runs / all but these; ``epsilons``: only the runs at these epsilons (all
-        three also write no report);
+        methods' runs / all but these; ``epsilons`` / ``seeds``: only the runs at these
+        epsilons / seeds (all four also write no report);
         ``report_only``: run nothing, rewrite the report from the stored runs."""
         from dpgl.experiments.execute import execute_run
         from dpgl.experiments.runner import run_grid
@@ -163,8 +163,8 @@ class Reproduction:
         out_dir.mkdir(parents=True, exist_ok=True)
         if report_only:
             return self.report(out_dir, quick=quick)
-        self._check_filters(quick, (*methods, *skip_methods), epsilons)
-        partial = bool(only or methods or skip_methods or epsilons)
+        self._check_filters(quick, (*methods, *skip_methods), epsilons, seeds)
+        partial = bool(only or methods or skip_methods or epsilons or seeds)
         n = threads or self.threads
         if n:
             import torch
@@ -186,7 +186,8 @@ class Reproduction:
                            if (not only or c.dataset in only or step.label in only)
                            and (not methods or c.method in methods)
                            and c.method not in skip_methods
-                           and (not epsilons or c.epsilon in epsilons)]
+                           and (not epsilons or c.epsilon in epsilons)
+                           and (not seeds or c.seed in seeds)]
                 if not configs:
                     continue
                 with RunStore(out_dir / "runs.sqlite") as store:
@@ -200,16 +201,16 @@ class Reproduction:
         if partial:
             if console is not None:
                 console.print("report not written (--only / --method / --skip-method / "
-                              "--epsilon); write it with --report-only once every process "
+                              "--epsilon / --seed); write it with --report-only once every process "
                               "has finished")
             return written
         return [*written, *self.report(out_dir, quick=quick)]
 
     def _check_filters(self, quick: bool, names: tuple[str, ...],
-                       epsilons: tuple[float, ...]) -> None:
-        """A ``--method`` / ``--skip-method`` name or an ``--epsilon`` that no run of the
-        protocol uses is an error."""
-        if not names and not epsilons:
+                       epsilons: tuple[float, ...], seeds: tuple[int, ...] = ()) -> None:
+        """A ``--method`` / ``--skip-method`` name, an ``--epsilon`` or a ``--seed`` that no
+        run of the protocol uses is an error."""
+        if not names and not epsilons and not seeds:
             return
         configs = self.configs(quick)
         protocol = f"the {self.name} {'quick' if quick else 'full'} protocol"
@@ -222,6 +223,10 @@ class Reproduction:
         if missing := sorted(set(epsilons) - eps):
             raise ConfigError(f"{protocol} runs no epsilon {', '.join(f'{e:g}' for e in missing)}"
                               f" (it runs: {', '.join(f'{e:g}' for e in sorted(eps))})")
+        used_seeds = {c.seed for c in configs}
+        if missing_seeds := sorted(set(seeds) - used_seeds):
+            raise ConfigError(f"{protocol} runs no seed {', '.join(map(str, missing_seeds))}"
+                              f" (it runs seeds {min(used_seeds)}-{max(used_seeds)})")
 
     def report(self, out_dir: Path, *, quick: bool) -> list[Path]:
         """Tables, plots and README from the stored runs (``runs.sqlite`` if present, which is
