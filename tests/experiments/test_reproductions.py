@@ -127,3 +127,23 @@ def test_table_helpers() -> None:
     assert pivot_md(df, "s", "x", lambda r: pm(r["v"]), head=lambda v: f"x={v:g}") == (
         "| s | x=1 | x=2 |\n|---|---|---|\n| p | 25.0 | 12.5 |\n| q | - | 50.0 |")
     assert pm(0.5, 0.1) == "50.0 ± 10.0" and pm(50.0, 10.0, 100) == "50.0 ± 10.0"
+
+
+def test_blinkpp_margin_compares_the_variants_that_ran() -> None:
+    """The margin is over the best Blink variant on the seeds every compared method ran; a
+    variant with no run at the point is listed as missing, one seed short drops that seed."""
+    from dpgl.experiments.reproductions.blinkpp import margin
+
+    rows = [("blink-pp", 0, 0.80), ("blink-pp", 1, 0.82), ("blink-pp", 2, 0.90),
+            ("blink-hard", 0, 0.75), ("blink-hard", 1, 0.83), ("blink-hard", 2, 0.50),
+            ("blink-hybrid", 0, 0.70), ("blink-hybrid", 1, 0.70)]
+    runs = pd.DataFrame([{"dataset": "facebook", "epsilon": 1.0, "method": m, "seed": s,
+                          "test_accuracy": a} for m, s, a in rows])
+    m = margin(runs)
+    assert m is not None
+    assert m["missing"] == ["blink-soft"] and m["seeds"] == 2  # seed 2: no hybrid run
+    assert m["best_blink"] == "blink-hard"
+    assert m["margin"] == pytest.approx(100 * (0.81 - 0.79))
+    assert m["wins"] == 1  # seed 1: 0.82 < 0.83
+    assert margin(runs[runs["method"] == "blink-pp"]) is None
+    assert margin(runs[runs["method"] != "blink-pp"]) is None
