@@ -109,7 +109,8 @@ def full_report(ctx: Any) -> dict[str, Any]:
     return {"generator": generator,
             "gaps": paper_compare.gaps_md(over) if len(over) else "",
             "gap_counts": {"over": len(over), "std": int((why == "within one std").sum()),
-                           "unexplained": int(why.str.startswith("unexplained").sum())},
+                           "unexplained": int(why.str.startswith("unexplained").sum()),
+                           "other_features": int((why == paper_compare.NOT_COMPARABLE).sum())},
             "blocks": blocks, "counts": paper_compare.counts_md(count),
             "overall": count.set_index("block").to_dict("index"),
             "points": paper_compare.POINTS, "stored": ctx.runs.count(configs)
