@@ -55,6 +55,8 @@ def test_train_table_output_shows_privacy_report(capsys: pytest.CaptureFixture[s
         (["run", "does-not-exist.yaml"], "does-not-exist.yaml"),
         (["report", "missing.sqlite"], "missing.sqlite"),
         (["reproduce", "nope"], "unknown reproduction 'nope'"),
+        (["reproduce", "blink", "--merge", "no-such.jsonl"], "--merge 'no-such.jsonl': no such"),
+        (["reproduce", "blink", "--device", "tpu"], "tpu"),
         (["audit", "nope", "--epsilon", "1"], "nope"),
         (["audit", "rr", "--epsilon", "-1"], "epsilon"),
     ],

@@ -516,10 +516,11 @@ def reproduce(
     list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,
     only: Annotated[
         list[str] | None,
-        typer.Option("--only", metavar="DATASET|STEP", help="Run only this dataset's runs, or "
-                     "this step's (its label, e.g. Blink's full-grid block cora-gcn; "
-                     "repeatable) and write no report: several processes can fill one store; "
-                     "then --report-only."),
+        typer.Option("--only", metavar="DATASET|STEP", help="Run only this step's runs (its "
+                     "label, e.g. Blink's full-grid block cora-gcn) or this dataset's "
+                     "(repeatable; steps and datasets combine: --only xyeps --only cora is "
+                     "xyeps on Cora) and write no report: several processes can fill one "
+                     "store; then --report-only."),
     ] = None,
     method: Annotated[
         list[str] | None,
@@ -549,9 +550,23 @@ def reproduce(
         int | None, typer.Option("--threads", min=1, help="torch threads per run (default: "
                                  "the reproduction's spec.yaml, 1 where it says so).")
     ] = None,
+    merge: Annotated[
+        list[Path] | None,
+        typer.Option("--merge", metavar="RUNS.JSONL", help="First add the runs stored in "
+                     "this export of another copy of the store (e.g. another machine's "
+                     "runs.jsonl; repeatable); runs already stored are kept."),
+    ] = None,
+    device: DeviceOption = "cpu",
     quiet: Quiet = False,
 ) -> None:
-    """Regenerate a paper's tables and plots (resumable: finished runs are reused)."""
+    """Regenerate a paper's tables and plots (resumable: finished runs are reused; a clean
+    checkout resumes from the committed runs.jsonl)."""
+    from dpgl.device import check_device
+
+    device = check_device(device)  # before the heavy imports
+    for m in merge or ():
+        if not m.is_file():
+            raise ConfigError(f"--merge {str(m)!r}: no such file (a runs.jsonl export)")
     from dpgl.experiments import reproductions
 
     if list_ or not name:
@@ -564,7 +579,8 @@ def reproduce(
         written = repro.run(target, quick=quick, data_dir=data_dir, console=out,
                             only=tuple(only or ()), report_only=report_only, threads=threads,
                             methods=tuple(method or ()), skip_methods=tuple(skip_method or ()),
-                            epsilons=tuple(epsilon or ()), seeds=tuple(seed or ()))
+                            epsilons=tuple(epsilon or ()), seeds=tuple(seed or ()),
+                            merge=tuple(merge or ()), device=device)
     for p in written:
         out.print(f"wrote {p}")
 

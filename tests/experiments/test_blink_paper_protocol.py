@@ -169,7 +169,7 @@ def test_full_report_from_a_synthetic_store_and_only_by_block(tmp_path: Path,
     paper = pd.read_csv(PAPER)
     calls: list[RunConfig] = []
 
-    def fake_run(cfg: RunConfig, data_dir=None) -> RunResult:
+    def fake_run(cfg: RunConfig, data_dir=None, device="cpu") -> RunResult:
         calls.append(cfg)
         model = "mlp" if cfg.method == "mlp" else cfg.model
         hit = paper[(paper["dataset"] == cfg.dataset) & (paper["model"] == model)
@@ -202,7 +202,7 @@ def _recorded_runs(monkeypatch) -> list[RunConfig]:
     a fixed result); the list it fills."""
     calls: list[RunConfig] = []
 
-    def fake_run(cfg: RunConfig, data_dir=None) -> RunResult:
+    def fake_run(cfg: RunConfig, data_dir=None, device="cpu") -> RunResult:
         calls.append(cfg)
         return RunResult(metrics={"test_accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5},
                          privacy={"totals": {}})
@@ -331,3 +331,64 @@ def test_a_note_marked_unexplained_still_counts_as_unexplained(tmp_path: Path) -
                     "checked: not seed noise\"\n", encoding="utf-8")
     g = paper_compare.gaps(table, paper_compare.read_gap_notes(path))
     assert g["why"].iloc[0].startswith("unexplained, checked")
+
+
+def test_only_combines_steps_and_datasets(tmp_path: Path, monkeypatch) -> None:
+    """``--only`` takes step labels and dataset names: within a kind they add up, across
+    kinds they intersect (a step on a dataset); a name that is neither is a one-line error
+    before anything runs."""
+    lpgnn = reproductions.get("lpgnn")
+    calls = _recorded_runs(monkeypatch)
+    lpgnn.run(tmp_path / "a", quick=False, data_dir=None, console=None,
+              only=("xyeps", "citeseer"))
+    xyeps = [c for g in next(s for s in lpgnn.steps(False) if s.label == "xyeps").grids
+             for c in lpgnn.expand(g) if c.dataset == "citeseer"]
+    assert calls and {c.key() for c in calls} == {c.key() for c in xyeps}
+    calls.clear()
+    lpgnn.run(tmp_path / "b", quick=False, data_dir=None, console=None,
+              only=("bn_check", "control"))
+    assert {c.dataset for c in calls} == {"cora", "citeseer", "facebook"}
+    assert {c.params.get("batch_norm", True) for c in calls} == {False, True}
+    calls.clear()
+    with pytest.raises(ConfigError, match="has no step or dataset pubmed"):
+        lpgnn.run(tmp_path / "c", quick=False, data_dir=None, console=None,
+                  only=("pubmed", "cora"))
+    assert not calls
+
+
+def test_a_clean_checkout_resumes_from_the_committed_export(tmp_path: Path,
+                                                             monkeypatch) -> None:
+    """With no ``runs.sqlite`` but a ``runs.jsonl``, a run restores the store from the export
+    first and runs only what is missing; ``--merge`` adds another copy's runs (and keeps those
+    already stored); the export then written is the union, byte for byte what a store that
+    ran them all would export."""
+    calls = _recorded_runs(monkeypatch)
+    first = tmp_path / "first"
+    BLINK.run(first, quick=False, data_dir=None, console=None, only=("cora-gcn",),
+              methods=("mlp", "none"))
+    assert len(calls) == 6
+    BLINK.report(first, quick=False)
+    (first / "runs.sqlite").unlink()
+    calls.clear()
+    BLINK.run(first, quick=False, data_dir=None, console=None, only=("cora-gcn",),
+              methods=("mlp", "none", "rr"), epsilons=(8.0,))
+    assert sorted({c.method for c in calls}) == ["rr"] and len(calls) == 3
+    # another machine ran RR at eps 7 in its own copy
+    other = tmp_path / "other"
+    calls.clear()
+    BLINK.run(other, quick=False, data_dir=None, console=None, only=("cora-gcn",),
+              methods=("rr",), epsilons=(7.0, 8.0))
+    BLINK.report(other, quick=False)
+    BLINK.run(first, quick=False, data_dir=None, console=None, report_only=True,
+              merge=(other / "runs.jsonl",))
+    rows = [r for r in (first / "runs.jsonl").read_text().splitlines() if r]
+    assert len(rows) == 6 + 3 + 3
+    # the eps = 8 runs, stored in both copies, are stored once
+    from dpgl.experiments.store import RunStore
+    with RunStore(first / "runs.sqlite") as s:
+        assert len(s) == 12
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"key": "x"}\nnot json\n')
+    with pytest.raises(ConfigError, match="line 2 is not a stored run"):
+        BLINK.run(first, quick=False, data_dir=None, console=None, report_only=True,
+                  merge=(bad,))

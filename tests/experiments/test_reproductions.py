@@ -29,7 +29,7 @@ NAMES = ["blink", "blink-pp", "dpar", "dprr", "lpgnn", "solitude"]
 #: bn_check 6; Solitude: CiteSeer with GraphSAGE in Table 3 27, xeps 16 of which 4 are Table 3
 #: runs, yeps 8). lpgnn 353 -> 425: the authors' epoch selection (rule_labels 48,
 #: rule_checks 24), the earlier 353 keys unchanged (test below).
-QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (600, "016c059cf2aa798d"),
+QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (840, "ca42c915c6d95bba"),
               "dpar": (186, "d4da3997a893e310"),
               "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (425, "edd94935024b1c0a"),
               "solitude": (154, "db491ea505f6da0b")}
@@ -77,6 +77,15 @@ def test_added_steps_keep_the_earlier_runs(name: str) -> None:
     assert (len(keys), digest) == EARLIER_KEYS[name]
 
 
+def test_blink_pp_edge_scale_runs_keep_the_earlier_runs() -> None:
+    """blink-pp 600 -> 840 (issue #16 item 4): the edge-scale configurations and the
+    Blink-Hybrid ablation grids were added; the earlier 600 runs keep their keys."""
+    repro = reproductions.get("blink-pp")
+    earlier = sorted({c.key() for c in repro.configs(True) if "edge_scale" not in c.params})
+    digest = hashlib.sha256("\n".join(earlier).encode()).hexdigest()[:16]
+    assert (len(earlier), digest) == (600, "016c059cf2aa798d")
+
+
 def test_lpgnn_rule_steps_keep_the_earlier_runs() -> None:
     """The steps with the authors' epoch selection (``select_epoch_by`` set, so new keys) leave
     the 353 earlier quick runs as they were: the default rule's keys do not change."""
@@ -102,6 +111,27 @@ def test_readme_and_tables_regenerate_byte_identical(name: str, tmp_path: Path) 
     full = command is not None and command.group(1) == "full"
     reproductions.get(name).report(out, quick=not full)
     for f in OUTPUTS[name]:
+        assert (out / f).read_bytes() == (committed / f).read_bytes(), f"{name}/{f} differs"
+
+
+#: What a full protocol with its own directory regenerates (the quick one: OUTPUTS).
+FULL_OUTPUTS = {"blink": ["README.md", "results.md", "results.csv", "paper_comparison.csv"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FULL_OUTPUTS))
+def test_full_protocol_directories_regenerate_byte_identical(name: str, tmp_path: Path) -> None:
+    """A full protocol with a directory of its own (results/blink, results/lpgnn-full) is
+    regenerated from its committed runs.jsonl byte for byte, like the quick ones."""
+    repro = reproductions.get(name)
+    assert repro.default_out(False) != repro.default_out(True)
+    committed = ROOT / repro.default_out(False)
+    out = tmp_path / name
+    shutil.copytree(committed, out, ignore=shutil.ignore_patterns("*.sqlite*", "*.png"))
+    for f in FULL_OUTPUTS[name]:
+        (out / f).unlink()
+    repro.report(out, quick=False)
+    for f in FULL_OUTPUTS[name]:
         assert (out / f).read_bytes() == (committed / f).read_bytes(), f"{name}/{f} differs"
 
 
@@ -152,3 +182,14 @@ def test_blinkpp_margin_compares_the_variants_that_ran() -> None:
     assert m["wins"] == 1  # seed 1: 0.82 < 0.83
     assert margin(runs[runs["method"] == "blink-pp"]) is None
     assert margin(runs[runs["method"] != "blink-pp"]) is None
+
+
+def test_blink_pp_config_and_kept_scales_in_words() -> None:
+    from dpgl.experiments.reproductions.blinkpp import chosen_config, scales_chosen
+
+    assert chosen_config('{"graph": "soft", "knn": 40}') == "soft, kNN 40 + group, scale 1"
+    assert chosen_config('{"covariates": "none", "edge_scale": "val"}') == \
+        "hybrid, no covariate, scale val"
+    rows = [{"info": {"edge_scale": s}} for s in (0.05, 0.1, 0.05, 0.0)] + [{"info": {}}]
+    assert scales_chosen(rows) == "0.1 x1, 0.05 x2, 0 x1"
+    assert scales_chosen([{"info": {}}]) == "-"

@@ -88,15 +88,24 @@ class PairCovariates:
             raise GraphError("k-pairs must be pairs u < v of node ids")
 
 
-def public_covariates(x: torch.Tensor, y: torch.Tensor, train: torch.Tensor, *, knn: int,
-                      epochs: int = 200, lr: float = 0.05, weight_decay: float = 5e-4
-                      ) -> PairCovariates:
+def public_covariates(x: torch.Tensor, y: torch.Tensor, train: torch.Tensor, *,
+                      knn: int | None, groups: bool = True, epochs: int = 200,
+                      lr: float = 0.05, weight_decay: float = 5e-4) -> PairCovariates:
     """Covariates from public data only: groups = the training label on training nodes and
     the prediction of a multinomial logistic regression (fitted on the training nodes'
-    features, full batch, zero start: deterministic) elsewhere; k-pairs = feature kNN."""
+    features, full batch, zero start: deterministic) elsewhere; k-pairs = feature kNN.
+    ``knn=None``: no k-pairs; ``groups=False``: every node its own group (no same-group
+    pair), so the covariate drops out of the prior."""
     import torch
 
     from dpgl.graph.knn import knn_pairs
+    n = int(x.size(0))
+    if knn is None:
+        ku = kv = np.zeros(0, np.int64)
+    else:
+        ku, kv = knn_pairs(x, knn)
+    if not groups:
+        return PairCovariates(np.arange(n, dtype=np.int64), ku, kv)
     xf = x.detach().to(torch.float32)
     xf = xf / xf.norm(dim=1, keepdim=True).clamp_min(1e-12)
     yl = y.detach().long()
@@ -111,10 +120,9 @@ def public_covariates(x: torch.Tensor, y: torch.Tensor, train: torch.Tensor, *, 
         loss.backward()
         opt.step()
     with torch.no_grad():
-        groups = (xf @ w + b).argmax(dim=1)
-    groups[tr] = yl[tr]
-    ku, kv = knn_pairs(x, knn)
-    return PairCovariates(groups.numpy().astype(np.int64), ku, kv)
+        group = (xf @ w + b).argmax(dim=1)
+    group[tr] = yl[tr]
+    return PairCovariates(group.numpy().astype(np.int64), ku, kv)
 
 
 def shrink_degrees(noisy: object, noise_var: float) -> np.ndarray:

@@ -80,6 +80,8 @@ def _resolve(config: RunConfig) -> tuple[Method, Params, DataParams]:
                 f"method {config.method!r} trains {' or '.join(method.models)} only, not "
                 f"{model!r}: use --model {method.models[0]}")
     params = method.params_model(config.task).parse(dict(config.params), config.method)
+    if config.task == "node":
+        method.check_model(params, canonical_model_name(config.model))
     takes = method.takes_epsilon(params)
     if takes and config.epsilon is None:
         raise ConfigError(f"method {config.method!r} is private: give an epsilon (--epsilon E)")

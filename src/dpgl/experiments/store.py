@@ -188,9 +188,12 @@ class RunStore:
     # writing
     # ----------------------------------------------------------------------------------
 
-    def put(self, config: RunConfig, result: RunResult, grid: str | None = None) -> bool:
+    def put(self, config: RunConfig, result: RunResult, grid: str | None = None, *,
+            created_at: str | None = None, version: str | None = None) -> bool:
         """Store a finished run in one transaction. Returns False (and changes nothing) if a
-        run with the same key is already stored."""
+        run with the same key is already stored. ``created_at`` / ``version``: when and by
+        which dpgl the run was made, for a run copied from another store (default: now,
+        this dpgl)."""
         if not isinstance(config, RunConfig):
             raise ConfigError(f"put() needs a RunConfig, got {type(config).__name__}")
         if not isinstance(result, RunResult):
@@ -199,8 +202,9 @@ class RunStore:
             config.key(), config.hparam_key(), grid, config.task, config.dataset,
             config.method, config.model, config.epsilon, config.seed, config.to_json(),
             _dumps(result.metrics), _dumps(result.privacy), _dumps(result.timing),
-            _dumps(result.info), datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            dpgl.__version__, _dumps(result.diagnostics),
+            _dumps(result.info),
+            created_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            version or dpgl.__version__, _dumps(result.diagnostics),
         )
         conn = self._c()
         placeholders = ", ".join("?" * len(_COLUMNS))

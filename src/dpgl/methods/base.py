@@ -119,6 +119,11 @@ class Method(ABC):
         :attr:`models`, or any model when it declares none."""
         return cls.models is None or canonical_model_name(model) in cls.models
 
+    def check_model(self, params: Params, model: str) -> None:
+        """Refuse parameters the node-task ``model`` (canonical name) cannot use, with a
+        one-line ConfigError before anything runs (default: none)."""
+        return None
+
     def takes_epsilon(self, params: Params) -> bool:
         """Whether a run with these parameters takes ``--epsilon`` (default: :attr:`private`)."""
         return self.private

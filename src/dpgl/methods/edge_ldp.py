@@ -18,10 +18,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from dpgl.errors import ConfigError
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
-from dpgl.methods.common import node_split, train_node_model
+from dpgl.methods.common import node_split
+from dpgl.methods.edge_scale import EDGE_SCALE_HELP, fit_scaled
 from dpgl.methods.graph_ldp import (
     ALLOCATION_HELP,
     NON_PRIVATE_FRACTION_HELP,
@@ -85,6 +87,15 @@ class BlinkParams(NodeParams):
 
     degree_share: float = Field(0.1, gt=0, lt=1, description="share of epsilon for the noisy "
                                 "degree (Blink's delta: eps_d = degree_share eps)")
+    edge_scale: float | Literal["val"] = Field(1.0, description=EDGE_SCALE_HELP)
+
+    @field_validator("edge_scale", mode="before")
+    @classmethod
+    def _edge_scale(cls, v: Any) -> Any:
+        if v == "val" or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                          and 0 <= v <= 1):
+            return v
+        raise ValueError(f"must be a number in [0, 1] or val, got {v!r}")
 
 
 class LDPGenParams(NodeParams):
@@ -110,6 +121,13 @@ class EdgeLDPMethod(Method):
 
     def unprotected_by_choice(self, params: Params) -> set[Unit]:
         return customized_setting(params)
+
+    def check_model(self, params: Params, model: str) -> None:
+        scale = getattr(params, "edge_scale", 1.0)
+        if scale != 1.0 and model != "gcn":
+            raise ConfigError(f"edge_scale={scale} weighs the estimated edges against the "
+                              f"self-loops of a GCN; model {model!r} does not use edge "
+                              "weights that way: use --model gcn or edge_scale=1")
 
     @abstractmethod
     def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
@@ -142,7 +160,8 @@ class EdgeLDPMethod(Method):
                              Unit.LABEL_LDP)
         weight = getattr(estimated, "edge_weight", None)
         graph = PreparedGraph(estimated.edge_index, n, weight)
-        out = train_node_model(ctx, data.x, data.y, split, graph)
+        out = fit_scaled(ctx, data.x, data.y, split, graph,
+                         getattr(ctx.params, "edge_scale", 1.0))
         out.info["estimated_edges"] = graph.num_edges
         out.diagnostics["true_edges"] = int(data.edge_index.size(1))
         out.info.update({f"estimator_{k}": v for k, v in transform.last_info.items()
@@ -296,6 +315,9 @@ class BlinkHybrid(_Blink):
 class PublicPriorParams(BlinkParams):
     knn: int = Field(10, ge=1, description="feature k-nearest neighbours that form the prior's "
                      "k-pair covariate")
+    covariates: Literal["both", "knn", "group", "none"] = Field(
+        "both", description="the prior's public covariates: both (feature kNN and same "
+        "group), knn, group, or none (Blink's beta model with degree shrinkage)")
     graph: Literal["hybrid", "hard", "soft"] = Field(
         "hybrid", description="hybrid: the top ||P||_1 posteriors as weights; hard: P > 1/2; "
         "soft: every posterior >= floor as a weight")
@@ -322,6 +344,8 @@ class BlinkPublicPrior(EdgeLDPMethod):
         p = ctx.params
         assert ctx.epsilon is not None and isinstance(p, PublicPriorParams)
         data = ctx.dataset
-        cov = public_covariates(data.x, data.y, split[0], knn=p.knn)
+        cov = public_covariates(data.x, data.y, split[0],
+                                knn=p.knn if p.covariates in ("both", "knn") else None,
+                                groups=p.covariates in ("both", "group"))
         return PublicPriorTransform(ctx.epsilon, p.degree_share, variant=p.graph, seed=seed,
                                     covariates=cov, floor=p.floor)

@@ -149,21 +149,42 @@ class Reproduction:
             only: tuple[str, ...] = (), report_only: bool = False,
             threads: int | None = None, methods: tuple[str, ...] = (),
             skip_methods: tuple[str, ...] = (),
-            epsilons: tuple[float, ...] = (), seeds: tuple[int, ...] = ()) -> list[Path]:
-        """Run the protocol's steps (resumable), then write the report. ``only``: run just
-        these datasets' runs, or these steps' (by label), and write no report (several
-        processes may share the store); ``methods`` / ``skip_methods``: run only these
+            epsilons: tuple[float, ...] = (), seeds: tuple[int, ...] = (),
+            merge: tuple[Path, ...] = (), device: str = "cpu") -> list[Path]:
+        """Run the protocol's steps (resumable), then write the report. ``only``: step labels
+        and dataset names; run just the runs of these steps on these datasets (a kind not
+        named is not filtered: ``("xyeps", "cora")`` is the xyeps step on Cora, ``("cora",)``
+        every step on Cora; a name that is a step label counts as one) and write no report
+        (several processes may share the store); ``methods`` / ``skip_methods``: run only these
         methods' runs / all but these; ``epsilons`` / ``seeds``: only the runs at these
         epsilons / seeds (all four also write no report);
-        ``report_only``: run nothing, rewrite the report from the stored runs."""
+        ``report_only``: run nothing, rewrite the report from the stored runs. A missing
+        ``runs.sqlite`` is first restored from the committed ``runs.jsonl`` (so a clean
+        checkout resumes); ``merge``: exports (``runs.jsonl``) of other copies of this
+        protocol's store (another machine's) whose runs are added to this one first.
+        ``device``: where the runs train (:func:`dpgl.device.resolve_device`; not part of a
+        run's key, each run records its device)."""
         from dpgl.experiments.execute import execute_run
+        from dpgl.experiments.reproductions._tables import EXPORT, restore
         from dpgl.experiments.runner import run_grid
         from dpgl.experiments.store import RunStore
 
         out_dir.mkdir(parents=True, exist_ok=True)
+        store = out_dir / "runs.sqlite"
+        if merge or not report_only:
+            known = [c for q in (quick, not quick) for c in self.reported_configs(q)]
+            if not store.exists() and (out_dir / EXPORT).exists():
+                n_restored = restore(store, out_dir / EXPORT, known)
+                if console is not None:
+                    console.print(f"restored {n_restored} stored runs from {out_dir / EXPORT}")
+            for source in merge:
+                n_merged = restore(store, source, known)
+                if console is not None:
+                    console.print(f"merged {n_merged} new runs from {source}")
         if report_only:
             return self.report(out_dir, quick=quick)
         self._check_filters(quick, (*methods, *skip_methods), epsilons, seeds)
+        only_steps, only_data = self._split_only(quick, only)
         partial = bool(only or methods or skip_methods or epsilons or seeds)
         n = threads or self.threads
         if n:
@@ -173,7 +194,7 @@ class Reproduction:
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         timings: dict[str, float] = {}
         recomputed: list[str] = []
-        fn = functools.partial(execute_run, data_dir=data_dir)
+        fn = functools.partial(execute_run, data_dir=data_dir, device=device)
         for step in self.steps(quick):
             t0 = time.perf_counter()
             if step.measure:
@@ -183,15 +204,16 @@ class Reproduction:
                 recomputed.append(step.label)
             for grid in step.grids:
                 configs = [c for c in self.expand(grid)
-                           if (not only or c.dataset in only or step.label in only)
+                           if (not only_steps or step.label in only_steps)
+                           and (not only_data or c.dataset in only_data)
                            and (not methods or c.method in methods)
                            and c.method not in skip_methods
                            and (not epsilons or c.epsilon in epsilons)
                            and (not seeds or c.seed in seeds)]
                 if not configs:
                     continue
-                with RunStore(out_dir / "runs.sqlite") as store:
-                    outcome = run_grid(configs, store, fn, progress=console is not None,
+                with RunStore(store) as s:
+                    outcome = run_grid(configs, s, fn, progress=console is not None,
                                        grid_name=grid.name, console=console)
                 if console is not None:
                     console.print(f"{step.label}: {outcome.summary()}")
@@ -205,6 +227,21 @@ class Reproduction:
                               "has finished")
             return written
         return [*written, *self.report(out_dir, quick=quick)]
+
+    def _split_only(self, quick: bool, only: tuple[str, ...]
+                    ) -> tuple[set[str], set[str]]:
+        """``--only`` names as (step labels, dataset names); a name that is neither is an
+        error."""
+        if not only:
+            return set(), set()
+        labels = {s.label for s in self.steps(quick)}
+        datasets = {c.dataset for c in self.configs(quick)}
+        if unknown := sorted(set(only) - labels - datasets):
+            raise ConfigError(
+                f"the {self.name} {'quick' if quick else 'full'} protocol has no step or dataset "
+                f"{', '.join(unknown)} (steps: {', '.join(s.label for s in self.steps(quick))}; "
+                f"datasets: {', '.join(sorted(datasets))})")
+        return {o for o in only if o in labels}, {o for o in only if o not in labels}
 
     def _check_filters(self, quick: bool, names: tuple[str, ...],
                        epsilons: tuple[float, ...], seeds: tuple[int, ...] = ()) -> None:

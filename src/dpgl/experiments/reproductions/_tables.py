@@ -66,6 +66,43 @@ class Runs:
         return f"{last[:10]} {last[11:16]} UTC" if last else "-"
 
 
+def restore(store: Path, source: Path, configs: Iterable[RunConfig]) -> int:
+    """Copy the runs of ``configs`` stored in the export ``source`` (a ``runs.jsonl``: this
+    reproduction's own, committed, or one written by another machine) into the run store
+    ``store`` (created if needed), with their results, time and dpgl version as stored; a run
+    already in the store is kept. Returns how many runs were added. A clean checkout so
+    resumes where the committed runs end, and several machines fill one grid."""
+    from dpgl.errors import ConfigError
+    from dpgl.experiments.config import RunResult
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read stored runs {str(source)!r}: {e}") from None
+    rows: dict[str, dict[str, Any]] = {}
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            rows[str(row["key"])] = row
+        except (ValueError, TypeError, KeyError):
+            raise ConfigError(f"{str(source)!r} line {i} is not a stored run (one JSON object "
+                              "with a key per line, as runs.jsonl holds)") from None
+    added = 0
+    with RunStore(store) as s:
+        have = s.finished_keys()
+        for c in configs:
+            row = rows.get(c.key())
+            if row is None or c.key() in have:
+                continue
+            result = RunResult.parse({k: row.get(k) or {} for k in
+                                      ("metrics", "privacy", "timing", "info", "diagnostics")},
+                                     f"stored run {c.key()} in {source}")
+            added += s.put(c, result, row.get("grid"), created_at=row.get("created_at"),
+                           version=row.get("dpgl_version"))
+    return added
+
+
 def _compact(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in _FIELDS}
     out["privacy"] = {k: v for k, v in row["privacy"].items() if k not in ("entries", "notes")}

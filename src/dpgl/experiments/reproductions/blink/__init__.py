@@ -8,6 +8,7 @@ reference points: ``paper.csv``). Full grid: the authors' protocol, one step per
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -68,6 +69,15 @@ def selection(frame: pd.DataFrame, spec: Any) -> dict[str, Any]:
                                     for _, r in top.iterrows()]}
 
 
+def devices_md(rows: list[dict[str, Any]]) -> str:
+    """Where these stored runs trained, in words: ``195 on the CPU, 27 on cuda:0`` (each run
+    records its device, ``info["device"]``; a run stored before devices were recorded counts
+    as the CPU's)."""
+    kept = Counter(str(r.get("info", {}).get("device", "cpu")) for r in rows)
+    return ", ".join(f"{n} on {'the CPU' if d == 'cpu' else d}"
+                     for d, n in sorted(kept.items(), key=lambda kv: (kv[0] != "cpu", kv[0])))
+
+
 def report(ctx: Any) -> dict[str, Any]:
     return _quick_report(ctx) if ctx.quick else full_report(ctx)
 
@@ -99,7 +109,9 @@ def full_report(ctx: Any) -> dict[str, Any]:
                        "planned": done.get(step.label, (0, 0))[1],
                        "table": paper_compare.block_md(part),
                        "mapped": paper_compare.block_md(part, mapped=True),
-                       "notes": paper_compare.hparam_notes(part)})
+                       "notes": paper_compare.hparam_notes(part),
+                       "devices": devices_md(ctx.runs.of(ctx.repro.expand(grid))
+                                             if ctx.runs is not None else [])})
     count = paper_compare.counts(table)
     own = ctx.frame(ctx.repro.configs(False, "ldpgen-chung-lu"))
     generator = paper_compare.generator_md(summarize(own, selection=spec) if len(own)

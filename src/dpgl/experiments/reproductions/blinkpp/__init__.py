@@ -5,6 +5,8 @@ split and reports. Grids: ``spec.yaml``."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -45,16 +47,45 @@ def margin(runs: pd.DataFrame) -> dict[str, Any] | None:
         if len(acc) > 1 else float("nan")}
 
 
-def report(ctx: Any) -> dict[str, Any]:
+def chosen_config(params: str) -> str:
+    """blink-pp's configuration in words from its ``params`` JSON: graph, prior covariates
+    (kNN size), edge scale."""
+    p = json.loads(params)
+    cov = p.get("covariates", "both")
+    prior = {"both": f"kNN {p.get('knn', 10)} + group", "knn": f"kNN {p.get('knn', 10)}",
+             "group": "group", "none": "no covariate"}[cov]
+    scale = p.get("edge_scale", 1)
+    return f"{p.get('graph', 'hybrid')}, {prior}, scale {'val' if scale == 'val' else scale}"
+
+
+def scales_chosen(rows: list[dict[str, Any]]) -> str:
+    """How often each edge scale was kept by ``edge_scale: val`` in these runs: ``0.05 x7,
+    0.1 x3`` (``-``: no run chose one)."""
+    kept = Counter(r["info"]["edge_scale"] for r in rows if "edge_scale" in r.get("info", {}))
+    return ", ".join(f"{s:g} x{n}" for s, n in sorted(kept.items(), reverse=True)) or "-"
+
+
+def _split_ablation(ctx: Any) -> tuple[list[Any], list[Any]]:
+    """The main comparison's configurations and the ablation grids' (``*-ablation-*``)."""
+    ablation = {c.key() for st in ctx.repro.steps(ctx.quick) for g in st.grids
+                if "-ablation-" in g.name for c in ctx.repro.expand(g)}
     configs = ctx.repro.configs(ctx.quick)
+    return ([c for c in configs if c.key() not in ablation],
+            [c for c in configs if c.key() in ablation])
+
+
+def report(ctx: Any) -> dict[str, Any]:
+    configs, ablation_configs = _split_ablation(ctx)
     frame = ctx.frame(configs)
     selection = ctx.repro.steps(ctx.quick)[0].grids[0].selection
-    tables, margins, written = [], [], []
+    tables, margins, written, ablation = [], [], [], []
     if not frame.empty:
         summary = summarize(frame, selection=selection)
         summary.to_csv(ctx.path("results.csv"), index=False)
         written.append(ctx.path("results.csv"))
         runs = _chosen(frame, summary)
+        by_key = {r["key"]: r for r in ctx.runs.rows}
+        abl = ctx.frame(ablation_configs)
         for ds in sorted(summary["dataset"].unique()):
             s = summary[summary["dataset"] == ds]
             eps = sorted(s["epsilon"].dropna().unique())
@@ -74,19 +105,41 @@ def report(ctx: Any) -> dict[str, Any]:
             tables.append({"dataset": ds, "table": md_table(
                 ["method", *[f"eps={e:g}" for e in eps]], rows,
                 ["---"] + ["---:"] * len(eps))})
-            margins += [m for e in eps if (m := margin(
-                runs[(runs["dataset"] == ds) & (runs["epsilon"] == e)])) is not None]
+            for e in eps:
+                point = runs[(runs["dataset"] == ds) & (runs["epsilon"] == e)]
+                if (m := margin(point)) is None:
+                    continue
+                ours = point[point["method"] == OURS]
+                m["config"] = chosen_config(ours["params"].iloc[0])
+                m["scales"] = scales_chosen([by_key[k] for k in ours["key"]])
+                margins.append(m)
+                hyb = point[point["method"] == "blink-hybrid"]
+                scaled = abl[(abl["dataset"] == ds) & (abl["epsilon"] == e)] \
+                    if not abl.empty else abl
+                if scaled.empty or hyb.empty:
+                    continue
+                ablation.append([ds, f"{e:g}", f"{100 * hyb['test_accuracy'].mean():.1f}",
+                                 f"{100 * scaled['test_accuracy'].mean():.1f}",
+                                 scales_chosen([by_key[k] for k in scaled["key"]]),
+                                 f"{m['ours']:.1f}", len(scaled)])
     margin_md = md_table(
         ["dataset", "eps", "seeds", "blink-pp", "best Blink variant (mean)", "its mean",
          "margin", "std of paired difference", "seeds where blink-pp beats every variant run",
-         "margin >= 2", "variants not run"],
+         "margin >= 2", "variants not run", "blink-pp's configuration (chosen on validation)",
+         "edge scales kept"],
         [[m["dataset"], f"{m['epsilon']:g}", m["seeds"], f"{m['ours']:.1f}",
           m["best_blink"], f"{m['blink']:.1f}", f"{m['margin']:+.2f}",
           f"{m['paired_std']:.1f}", f"{m['wins']}/{m['seeds']}",
-          "yes" if m["margin"] >= 2 else "**no**", ", ".join(m["missing"]) or "-"]
+          "yes" if m["margin"] >= 2 else "**no**", ", ".join(m["missing"]) or "-",
+          m["config"], m["scales"]]
          for m in margins],
-        ["---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---", "---"]
+        ["---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---", "---",
+         "---", "---"]
     ) if margins else ""
+    ablation_md = md_table(
+        ["dataset", "eps", "Blink-Hybrid", "Blink-Hybrid, edge scale on validation",
+         "edge scales kept", "blink-pp", "runs"], ablation,
+        ["---", "---:", "---:", "---:", "---", "---:", "---:"]) if ablation else ""
     completeness = ctx.completeness()
     return {"tables": tables, "margins": margins, "margin_table": margin_md,
-            "completeness": completeness, "written": written}
+            "ablation_table": ablation_md, "completeness": completeness, "written": written}
