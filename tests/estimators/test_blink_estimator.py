@@ -241,3 +241,19 @@ def test_cora_estimates_identical_to_dense_row_sums(eps: float) -> None:
             assert np.array_equal(a.u, b.u) and np.array_equal(a.v, b.v)
             if variant == "hybrid":
                 assert np.max(np.abs(a.weight - b.weight)) < 1e-12
+
+
+@pytest.mark.parametrize("spread, shift", [(1.0, 8.0), (1.0, 9.5), (0.3, 9.5), (2.0, 4.0)])
+def test_adaptive_row_sums_narrow_the_band_instead_of_going_dense(spread: float,
+                                                                  shift: float) -> None:
+    """Where the default band holds most pairs (a shift that centres the pair logits on 0),
+    ``adaptive`` narrows the band rather than summing every pair, and stays as accurate as
+    the dense sums; where the band is sparse it is exactly ``auto``."""
+    rng = np.random.default_rng(3)
+    b = rng.normal(-4.0, spread, 1500)
+    ref = dense_rowsums(b, shift)
+    got = sigmoid_rowsums(b, shift, method="adaptive")
+    assert np.max(np.abs(got - ref) / ref) < 1e-12
+    assert not np.array_equal(got, sigmoid_rowsums(b, shift, method="dense"))  # not dense
+    assert np.array_equal(sigmoid_rowsums(b, 0.0, method="adaptive"),
+                          sigmoid_rowsums(b, 0.0, method="auto"))

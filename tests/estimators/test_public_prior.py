@@ -183,3 +183,27 @@ def test_the_estimate_reads_the_reports_not_the_graph():
         outs.append(t(Data(x=x, edge_index=ei, num_nodes=n)))
     assert torch.equal(outs[0].edge_index, outs[1].edge_index)
     assert torch.equal(outs[0].edge_weight, outs[1].edge_weight)
+
+
+def test_covariates_are_computed_once_per_input_and_cannot_be_changed():
+    """The same public inputs give the cached covariates (the object computed the first
+    time, equal to a fresh computation, read-only); another split or kNN size recomputes."""
+    from dpgl.estimators import public_prior
+
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.random((60, 8)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 3, 60))
+    train = torch.arange(30)
+    first = public_prior.public_covariates(x, y, train, knn=3, epochs=20)
+    assert public_prior.public_covariates(x.clone(), y.clone(), train.clone(), knn=3,
+                                          epochs=20) is first
+    fresh = public_prior._public_covariates(x, y, train, knn=3, groups=True, epochs=20,
+                                            lr=0.05, weight_decay=5e-4)
+    for a, b in zip((first.groups, first.ku, first.kv), (fresh.groups, fresh.ku, fresh.kv),
+                    strict=True):
+        assert np.array_equal(a, b)
+        with pytest.raises(ValueError, match="read-only"):
+            a[:1] = 0
+    assert public_prior.public_covariates(x, y, torch.arange(1, 31), knn=3,
+                                          epochs=20) is not first
+    assert public_prior.public_covariates(x, y, train, knn=4, epochs=20) is not first

@@ -6,6 +6,7 @@ protocol has one step per block with the paper protocol's options, and the compa
 from __future__ import annotations
 
 import csv
+import json
 import math
 from pathlib import Path
 
@@ -197,6 +198,15 @@ def test_full_report_from_a_synthetic_store_and_only_by_block(tmp_path: Path,
     assert (rr["gap"].round(6) == -10.0).all() and not rr["agree"].astype(bool).any()
 
 
+def _totals(epsilon: float | None) -> dict:
+    """A stored report's totals as a real edge-LDP run (or a non-private one) records them."""
+    public = {u: {"delta": 0.0, "epsilon": None, "unit": u} for u in ("feature-LDP",
+                                                                      "label-LDP")}
+    if epsilon is None:
+        return public
+    return {"edge-LDP": {"delta": 0.0, "epsilon": epsilon, "unit": "edge-LDP"}, **public}
+
+
 def _recorded_runs(monkeypatch) -> list[RunConfig]:
     """Replace the runner's run function by one that records each configuration (and returns
     a fixed result); the list it fills."""
@@ -205,7 +215,7 @@ def _recorded_runs(monkeypatch) -> list[RunConfig]:
     def fake_run(cfg: RunConfig, data_dir=None, device="cpu") -> RunResult:
         calls.append(cfg)
         return RunResult(metrics={"test_accuracy": 0.5, "val_loss": 1.0, "val_accuracy": 0.5},
-                         privacy={"totals": {}})
+                         privacy={"totals": _totals(cfg.epsilon)})
 
     import dpgl.experiments.execute as execute
     monkeypatch.setattr(execute, "execute_run", fake_run)
@@ -392,3 +402,21 @@ def test_a_clean_checkout_resumes_from_the_committed_export(tmp_path: Path,
     with pytest.raises(ConfigError, match="line 2 is not a stored run"):
         BLINK.run(first, quick=False, data_dir=None, console=None, report_only=True,
                   merge=(bad,))
+    # a copied run meets the runner's privacy check: a run charged over its budget (or one
+    # that recorded nothing) is refused, and nothing of that file is added
+    rows = [json.loads(r) for r in (other / "runs.jsonl").read_text().splitlines() if r]
+    over = next(r for r in rows if r["epsilon"] == 7.0)
+    over["privacy"]["totals"]["edge-LDP"]["epsilon"] = 14.0
+    good = next(r for r in rows if r["epsilon"] == 8.0)
+    (tmp_path / "over.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(over) + "\n")
+    with pytest.raises(ConfigError, match="fails the privacy check of a run: method 'rr' "
+                                          "spent edge-LDP epsilon 14, more than its budget"):
+        BLINK.run(tmp_path / "third", quick=False, data_dir=None, console=None,
+                  report_only=True, merge=(tmp_path / "over.jsonl",))
+    with RunStore(tmp_path / "third" / "runs.sqlite") as s:
+        assert len(s) == 0
+    over["privacy"]["totals"] = {}
+    (tmp_path / "empty.jsonl").write_text(json.dumps(over) + "\n")
+    with pytest.raises(ConfigError, match="recorded no privacy part"):
+        BLINK.run(tmp_path / "third", quick=False, data_dir=None, console=None,
+                  report_only=True, merge=(tmp_path / "empty.jsonl",))

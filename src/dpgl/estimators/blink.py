@@ -91,6 +91,9 @@ _CHUNK = 1 << 22
 #: enumerates one by one) holds more than this share of the n^2 ordered pairs: then both are
 #: O(n^2) and the dense blocks are the cheaper (measured crossover ~0.4 at n = 3000)
 _DENSE_BAND_SHARE = 0.4
+#: a series term costs about this many exact band pairs per row (measured: an exp, a
+#: prefix log-sum and a gather over n entries, against an expit and a bincount per pair)
+_TERM_COST = 8.0
 
 
 def clip_degrees(noisy_degrees: object, num_nodes: int) -> np.ndarray:
@@ -128,17 +131,39 @@ def _prefix_logsum(x: np.ndarray) -> np.ndarray:
         return np.concatenate(([-np.inf], np.log(np.cumsum(w)) + top))
 
 
+def _band_limits(bs: np.ndarray, v: np.ndarray, band: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per sorted row i, the columns [lo_i, hi_i) with |v_i + bs_j| < band."""
+    lo = np.searchsorted(bs, -band - v, side="right")
+    return lo, np.maximum(np.searchsorted(bs, band - v, side="left"), lo)
+
+
+def _n_terms(n: int, tol: float, band: float) -> int:
+    """Series terms so that the truncation error per row is at most ``tol``: n e^-(K band)."""
+    return max(1, math.ceil(math.log(max(n, 2) / tol) / band))
+
+
 def _rowsums_series(b: np.ndarray, shift: float, tol: float, band: float,
-                    dense_share: float | None = None) -> np.ndarray:
+                    dense_share: float | None = None, *, narrow: bool = False) -> np.ndarray:
     n = b.size
     order = np.argsort(b, kind="stable")
     bs = b[order]
     v = bs + shift
-    lo = np.searchsorted(bs, -band - v, side="right")
-    hi = np.maximum(np.searchsorted(bs, band - v, side="left"), lo)
+    lo, hi = _band_limits(bs, v, band)
     if dense_share is not None and float(np.sum(hi - lo)) > dense_share * float(n) * n:
-        return _rowsums_dense(b, shift)  # the band is most pairs: dense blocks are cheaper
-    n_terms = max(1, math.ceil(math.log(max(n, 2) / tol) / band))
+        if not narrow:
+            return _rowsums_dense(b, shift)  # the band is most pairs: dense blocks are cheaper
+        # narrow the band instead: fewer exact pairs, more series terms (each O(n)); the
+        # cheapest of the narrower bands and the dense blocks, by pairs and terms counted
+        best = (float(n) * n, None, lo, hi)
+        for nb in (band / 2, band / 4, band / 8, band / 16, band / 32):
+            nlo, nhi = _band_limits(bs, v, nb)
+            cost = float(np.sum(nhi - nlo)) + _TERM_COST * n * _n_terms(n, tol, nb)
+            if cost < best[0]:
+                best = (cost, nb, nlo, nhi)
+        if best[1] is None:
+            return _rowsums_dense(b, shift)
+        _, band, lo, hi = best
+    n_terms = _n_terms(n, tol, band)
     total = (n - hi).astype(np.float64)
     has_lo = lo > 0
     has_hi = hi < n
@@ -191,19 +216,24 @@ def sigmoid_rowsums(beta: object, shift: float = 0.0, *, method: str = "auto",
     prefix sums of the alternating series, O(K n log n + band pairs), truncation error <=
     ``tol`` per row, as accurate as the dense sums: both agree to ~1e-15 relative), or
     ``"auto"`` (the default: series at every size; dense only when the band holds over 40% of
-    the pairs, i.e. a dense graph, where both are O(n^2) and the dense blocks are faster).
+    the pairs, i.e. a dense graph, where both are O(n^2) and the dense blocks are faster), or
+    ``"adaptive"`` (as auto, but where auto would take the dense blocks it first narrows the
+    band, down to band / 32, and takes whichever of those and the dense blocks costs least:
+    a shift that puts most pairs near 0 then costs O(K n) instead of O(n^2); the same
+    truncation bound; blink-pp's moment fit, whose root search tries such shifts).
     """
     b = np.asarray(beta, dtype=np.float64)
     if b.ndim != 1 or not np.all(np.isfinite(b)):
         raise ConfigError("beta must be a 1-D array of finite numbers")
-    if method not in ("auto", "dense", "series"):
-        raise unknown_name("row-sum method", method, ("auto", "dense", "series"))
+    if method not in ("auto", "adaptive", "dense", "series"):
+        raise unknown_name("row-sum method", method, ("auto", "adaptive", "dense", "series"))
     if b.size < 2:
         return np.zeros(b.size)
     if method == "dense":
         return _rowsums_dense(b, float(shift))
     return _rowsums_series(b, float(shift), tol, band,
-                           _DENSE_BAND_SHARE if method == "auto" else None)
+                           _DENSE_BAND_SHARE if method in ("auto", "adaptive") else None,
+                           narrow=method == "adaptive")
 
 
 @dataclass(frozen=True)

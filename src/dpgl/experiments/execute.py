@@ -25,7 +25,7 @@ from dpgl.rng import make_rng
 if TYPE_CHECKING:
     from dpgl.privacy import PrivacyReport
 
-__all__ = ["check_report", "execute_run", "validate_config"]
+__all__ = ["check_report", "check_stored_report", "execute_run", "validate_config"]
 
 #: Tolerance for comparing a report's epsilon with the requested budget (float round trips
 #: such as eps -> flip probability -> eps).
@@ -41,6 +41,15 @@ def _cached_dataset(name: str, data_dir: str | None, options: tuple[tuple[str, A
 def validate_config(config: RunConfig) -> None:
     """Check names and parameters without running anything (ConfigError on problems)."""
     _resolve(config)
+
+
+def check_stored_report(config: RunConfig, privacy: dict[str, Any]) -> None:
+    """The runner's check (:func:`check_report`) of a stored run's privacy report as an
+    export keeps it: a run copied into a store from elsewhere meets the bar of one run here."""
+    from dpgl.privacy import PrivacyReport
+
+    method, params, _ = _resolve(config)
+    check_report(method, params, config.epsilon, PrivacyReport.from_dict(privacy), stored=True)
 
 
 def _check_data_params(method: Method, params: Params, data: DataParams) -> None:
@@ -99,7 +108,7 @@ def _budget(method: Method, params: Params, epsilon: float | None, param: str
 
 
 def check_report(method: Method, params: Params, epsilon: float | None,
-                 report: PrivacyReport) -> None:
+                 report: PrivacyReport, *, stored: bool = False) -> None:
     """The runner's check of a finished run's privacy report against the request.
 
     Every run must record something (a non-private run records what it used as is). For a
@@ -107,10 +116,12 @@ def check_report(method: Method, params: Params, epsilon: float | None,
     a finite total must be one the method declares a budget for (:attr:`Method.budgets`), and
     no total may exceed its budget (``--epsilon`` or the named parameter). A unit whose total
     is "no privacy" fails too, unless the run's parameters chose that
-    (:meth:`Method.unprotected_by_choice`). Raises :class:`PrivacyError`.
+    (:meth:`Method.unprotected_by_choice`). Raises :class:`PrivacyError`. ``stored``: the
+    report as a run store's export keeps it (totals without the entries), e.g. a run copied
+    from another machine's store: there it is empty when it has no totals.
     """
     name = method.name
-    if report.empty:
+    if report.empty if not stored else not report.totals:
         raise PrivacyError(f"method {name!r} recorded no privacy part: every run must state "
                            "what it released or used as is")
     if not method.takes_epsilon(params):

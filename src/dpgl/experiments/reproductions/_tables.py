@@ -72,8 +72,9 @@ def restore(store: Path, source: Path, configs: Iterable[RunConfig]) -> int:
     ``store`` (created if needed), with their results, time and dpgl version as stored; a run
     already in the store is kept. Returns how many runs were added. A clean checkout so
     resumes where the committed runs end, and several machines fill one grid."""
-    from dpgl.errors import ConfigError
+    from dpgl.errors import ConfigError, DpglError
     from dpgl.experiments.config import RunResult
+    from dpgl.experiments.execute import check_stored_report
     try:
         lines = source.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
@@ -91,6 +92,7 @@ def restore(store: Path, source: Path, configs: Iterable[RunConfig]) -> int:
     added = 0
     with RunStore(store) as s:
         have = s.finished_keys()
+        todo = []  # every run is checked before any is stored: a bad file adds nothing
         for c in configs:
             row = rows.get(c.key())
             if row is None or c.key() in have:
@@ -98,6 +100,14 @@ def restore(store: Path, source: Path, configs: Iterable[RunConfig]) -> int:
             result = RunResult.parse({k: row.get(k) or {} for k in
                                       ("metrics", "privacy", "timing", "info", "diagnostics")},
                                      f"stored run {c.key()} in {source}")
+            try:
+                check_stored_report(c, result.privacy)
+            except DpglError as e:
+                raise ConfigError(f"{str(source)!r}: stored run {c.key()[:12]} ({c.method} on "
+                                  f"{c.dataset}, eps {c.epsilon}) fails the privacy check of "
+                                  f"a run: {e}") from None
+            todo.append((c, result, row))
+        for c, result, row in todo:
             added += s.put(c, result, row.get("grid"), created_at=row.get("created_at"),
                            version=row.get("dpgl_version"))
     return added
