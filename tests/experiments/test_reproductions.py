@@ -115,7 +115,8 @@ def test_readme_and_tables_regenerate_byte_identical(name: str, tmp_path: Path) 
 
 
 #: What a full protocol with its own directory regenerates (the quick one: OUTPUTS).
-FULL_OUTPUTS = {"blink": ["README.md", "results.md", "results.csv", "paper_comparison.csv"]}
+FULL_OUTPUTS = {"blink": ["README.md", "results.md", "results.csv", "paper_comparison.csv"],
+                "lpgnn": ["README.md", "xyeps.csv"]}
 
 
 @pytest.mark.slow
