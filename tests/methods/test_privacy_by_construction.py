@@ -111,6 +111,31 @@ def test_the_runner_rejects_a_charge_on_an_undeclared_unit() -> None:
         check_report(_Fake(), _P(), 1.0, acc3.report())
 
 
+def test_a_stored_report_gets_the_runners_check_on_its_totals() -> None:
+    """A run copied from another store keeps its report as the export does (totals, no
+    entries): the runner's check reads the totals there; a report with entries but no totals
+    is empty; and check_stored_report checks a stored run of a registered method."""
+    from dpgl.experiments.execute import check_stored_report
+    from dpgl.privacy import PrivacyReport
+
+    acc = Accountant()
+    acc.spend("x", Guarantee(1.0, 0.0, Unit.EDGE_LDP))
+    full = acc.report().to_dict()
+    compact = {k: v for k, v in full.items() if k not in ("entries", "notes")}
+    check_report(_Fake(), _P(), 1.0, PrivacyReport.from_dict(compact), stored=True)
+    with pytest.raises(PrivacyError, match="recorded no privacy part"):
+        check_report(_Fake(), _P(), 1.0, PrivacyReport.from_dict(compact))  # not stored
+    with pytest.raises(PrivacyError, match="more than its budget epsilon=0.5"):
+        check_report(_Fake(), _P(), 0.5, PrivacyReport.from_dict(compact), stored=True)
+    with pytest.raises(PrivacyError, match="recorded no privacy part"):
+        check_report(_Fake(), _P(), 1.0, PrivacyReport.from_dict({**compact, "totals": {}}),
+                     stored=True)
+    rr = RunConfig(dataset="csbm", method="rr", epsilon=1.0)
+    check_stored_report(rr, compact)
+    with pytest.raises(PrivacyError, match="more than its budget epsilon=0.5"):
+        check_stored_report(rr.model_copy(update={"epsilon": 0.5}), compact)
+
+
 def test_every_registered_private_method_declares_its_unit_and_split() -> None:
     from dpgl.methods import get_method, list_methods
 
