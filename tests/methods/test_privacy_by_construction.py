@@ -125,14 +125,14 @@ def test_a_stored_report_gets_the_runners_check_on_its_totals() -> None:
     check_report(_Fake(), _P(), 1.0, PrivacyReport.from_dict(compact), stored=True)
     with pytest.raises(PrivacyError, match="recorded no privacy part"):
         check_report(_Fake(), _P(), 1.0, PrivacyReport.from_dict(compact))  # not stored
-    with pytest.raises(PrivacyError, match="more than its budget epsilon=0.5"):
+    with pytest.raises(PrivacyError, match=r"more than its budget epsilon=0\.5"):
         check_report(_Fake(), _P(), 0.5, PrivacyReport.from_dict(compact), stored=True)
     with pytest.raises(PrivacyError, match="recorded no privacy part"):
         check_report(_Fake(), _P(), 1.0, PrivacyReport.from_dict({**compact, "totals": {}}),
                      stored=True)
     rr = RunConfig(dataset="csbm", method="rr", epsilon=1.0)
     check_stored_report(rr, compact)
-    with pytest.raises(PrivacyError, match="more than its budget epsilon=0.5"):
+    with pytest.raises(PrivacyError, match=r"more than its budget epsilon=0\.5"):
         check_stored_report(rr.model_copy(update={"epsilon": 0.5}), compact)
 
 
