@@ -111,6 +111,74 @@ def test_the_runner_rejects_a_charge_on_an_undeclared_unit() -> None:
         check_report(_Fake(), _P(), 1.0, acc3.report())
 
 
+class _PD(NodeParams):
+    private: bool = True
+    feature_epsilon: float | None = 1.0
+    delta: float = 1e-5
+    raw_features: bool = False
+
+
+class _FakeDelta(Method):
+    """A method whose privacy depends on its parameters: edge-LDP (epsilon, delta) and a
+    feature budget by name; takes epsilon only when ``private``; features left unprotected
+    only when ``raw_features`` chose it."""
+
+    name = "test-fake-delta"
+    private = True
+    params_for_task: ClassVar[dict[str, type[Params]]] = {"node": _PD}
+    budgets: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "epsilon",
+                                          Unit.FEATURE_LDP: "feature_epsilon"}
+    deltas: ClassVar[dict[Unit, str]] = {Unit.EDGE_LDP: "delta"}
+    budget_split = "edge and feature budgets as given"
+
+    def takes_epsilon(self, params: Params) -> bool:
+        return bool(getattr(params, "private"))
+
+    def unprotected_by_choice(self, params: Params) -> set[Unit]:
+        return {Unit.FEATURE_LDP} if getattr(params, "raw_features") else set()
+
+    def fit_node(self, ctx: RunContext) -> MethodOutput:  # pragma: no cover - never run
+        raise NotImplementedError
+
+
+def _report(*parts: tuple[str, Unit, float, float]):
+    """A report charging (name, unit, epsilon, delta) in this order (inf: used as is)."""
+    acc = Accountant()
+    for name, unit, eps, delta in parts:
+        if eps == float("inf"):
+            acc.spend_nonprivate(name, "as is", unit)
+        else:
+            acc.spend(name, Guarantee(eps, delta, unit))
+    return acc.report()
+
+
+def test_the_runners_check_reads_the_methods_own_parameters() -> None:
+    """Each rule of the check against a method whose privacy depends on its parameters:
+    the delta budget, a budget named by a parameter, the unit left unprotected only by
+    choice, a public unit before an over-budget one, and takes_epsilon read from params."""
+    m = _FakeDelta()
+    ok = _report(("x", Unit.EDGE_LDP, 1.0, 1e-5), ("f", Unit.FEATURE_LDP, 1.0, 0.0))
+    check_report(m, _PD(), 1.0, ok)
+    with pytest.raises(PrivacyError, match="delta 1.5e-05, more than delta=1e-05"):
+        check_report(m, _PD(), 1.0, _report(("x", Unit.EDGE_LDP, 1.0, 1.5e-5)))
+    with pytest.raises(PrivacyError, match="feature-LDP epsilon 2, more than its budget"):
+        check_report(m, _PD(), 1.0, _report(("x", Unit.EDGE_LDP, 1.0, 0.0),
+                                            ("f", Unit.FEATURE_LDP, 2.0, 0.0)))
+    raw = _report(("x", Unit.EDGE_LDP, 1.0, 0.0), ("f", Unit.FEATURE_LDP, float("inf"), 0.0))
+    with pytest.raises(PrivacyError, match="NO PRIVACY for feature-LDP"):
+        check_report(m, _PD(), 1.0, raw)
+    check_report(m, _PD(raw_features=True), 1.0, raw)  # chosen: accepted
+    # a unit used as is (no budget) first does not end the check of the units after it
+    with pytest.raises(PrivacyError, match="edge-LDP epsilon 3, more than its budget"):
+        check_report(m, _PD(feature_epsilon=None), 1.0,
+                     _report(("f", Unit.FEATURE_LDP, float("inf"), 0.0),
+                             ("x", Unit.EDGE_LDP, 3.0, 0.0)))
+    # not private by its parameters: only an empty report is refused
+    check_report(m, _PD(private=False), None, _report(("x", Unit.EDGE_LDP, 9.0, 0.0)))
+    with pytest.raises(PrivacyError, match="more than its budget"):
+        check_report(m, _PD(private=True), 1.0, _report(("x", Unit.EDGE_LDP, 9.0, 0.0)))
+
+
 def test_a_stored_report_gets_the_runners_check_on_its_totals() -> None:
     """A run copied from another store keeps its report as the export does (totals, no
     entries): the runner's check reads the totals there; a report with entries but no totals
