@@ -237,12 +237,20 @@ class PublicPriorServer:
 
     @staticmethod
     def _root(f, lo: float = -_THETA_BOUND, hi: float = _THETA_BOUND) -> float:
-        flo, fhi = f(lo), f(hi)
+        seen: dict[float, float] = {}
+
+        def g(t: float) -> float:  # brentq evaluates the bounds again: reuse them
+            t = float(t)
+            if t not in seen:
+                seen[t] = f(t)
+            return seen[t]
+
+        flo, fhi = g(lo), g(hi)
         if flo >= 0:
             return lo
         if fhi <= 0:
             return hi
-        return float(optimize.brentq(f, lo, hi, xtol=1e-8))
+        return float(optimize.brentq(g, lo, hi, xtol=1e-8))
 
     def fit(self, reports: DirectedReports, noisy_degrees: object,
             covariates: PairCovariates, *, degree_noise_var: float = 0.0
