@@ -132,10 +132,12 @@ class _FakeDelta(Method):
     budget_split = "edge and feature budgets as given"
 
     def takes_epsilon(self, params: Params) -> bool:
-        return bool(getattr(params, "private"))
+        assert isinstance(params, _PD)
+        return params.private
 
     def unprotected_by_choice(self, params: Params) -> set[Unit]:
-        return {Unit.FEATURE_LDP} if getattr(params, "raw_features") else set()
+        assert isinstance(params, _PD)
+        return {Unit.FEATURE_LDP} if params.raw_features else set()
 
     def fit_node(self, ctx: RunContext) -> MethodOutput:  # pragma: no cover - never run
         raise NotImplementedError
@@ -159,7 +161,7 @@ def test_the_runners_check_reads_the_methods_own_parameters() -> None:
     m = _FakeDelta()
     ok = _report(("x", Unit.EDGE_LDP, 1.0, 1e-5), ("f", Unit.FEATURE_LDP, 1.0, 0.0))
     check_report(m, _PD(), 1.0, ok)
-    with pytest.raises(PrivacyError, match="delta 1.5e-05, more than delta=1e-05"):
+    with pytest.raises(PrivacyError, match=r"delta 1\.5e-05, more than delta=1e-05"):
         check_report(m, _PD(), 1.0, _report(("x", Unit.EDGE_LDP, 1.0, 1.5e-5)))
     with pytest.raises(PrivacyError, match="feature-LDP epsilon 2, more than its budget"):
         check_report(m, _PD(), 1.0, _report(("x", Unit.EDGE_LDP, 1.0, 0.0),
