@@ -185,6 +185,26 @@ def test_blinkpp_margin_compares_the_variants_that_ran() -> None:
     assert margin(runs[runs["method"] != "blink-pp"]) is None
 
 
+def test_blinkpp_tables_keep_only_the_seeds_complete_at_a_point() -> None:
+    """A seed in progress (one of blink-pp's two configurations stored) is left out of every
+    mean at that point; a configuration with no run at all (failed by design) does not hold a
+    seed back; other points and the runs without epsilon are untouched."""
+    from dpgl.experiments.reproductions.blinkpp import complete_seeds
+
+    rows = [("blink-pp", "a", 2.0, 0), ("blink-pp", "b", 2.0, 0), ("blink-hard", "h", 2.0, 0),
+            ("blink-pp", "a", 2.0, 1), ("blink-hard", "h", 2.0, 1),
+            ("blink-pp", "a", 3.0, 1), ("blink-hard", "h", 3.0, 1),
+            ("mlp", "m", None, 0), ("mlp", "m", None, 1)]
+    frame = pd.DataFrame([{"dataset": "facebook", "method": m, "hparam_key": k, "epsilon": e,
+                           "seed": s} for m, k, e, s in rows])
+    kept = complete_seeds(frame)
+    at2 = kept[kept["epsilon"] == 2.0]
+    assert sorted(set(at2["seed"])) == [0] and len(at2) == 3
+    assert sorted(kept[kept["epsilon"] == 3.0]["seed"]) == [1, 1]
+    assert len(kept[kept["epsilon"].isna()]) == 2
+    assert complete_seeds(frame.iloc[:0]).empty
+
+
 def test_blink_pp_config_and_kept_scales_in_words() -> None:
     from dpgl.experiments.reproductions.blinkpp import chosen_config, scales_chosen
 

@@ -24,6 +24,22 @@ def _chosen(frame: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["hparam_key"].isin(set(summary["hparam_key"]))]
 
 
+def complete_seeds(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs on seeds that are complete at their (dataset, epsilon) point: a seed counts
+    there when every configuration with a run at that point (any seed) has one on it, so a
+    seed still in progress never mixes into a mean, a selection or a margin. A configuration
+    without a single run (Blink-Soft on Facebook at small eps fails by design) does not hold a
+    seed back. Runs without epsilon (the non-private GNN, the MLP) are kept as they are."""
+    if frame.empty:
+        return frame
+    keep = frame["epsilon"].isna()
+    for _, g in frame[~keep].groupby(["dataset", "epsilon"]):
+        per_seed = g.groupby("seed")["hparam_key"].nunique()
+        full = set(per_seed[per_seed == g["hparam_key"].nunique()].index)
+        keep |= frame.index.isin(g.index[g["seed"].isin(full)])
+    return frame[keep]
+
+
 def margin(runs: pd.DataFrame) -> dict[str, Any] | None:
     """blink-pp against the best Blink variant at one (dataset, epsilon) point, over the seeds
     on which blink-pp and every variant that ran at the point have a run (None: blink-pp or
@@ -76,7 +92,7 @@ def _split_ablation(ctx: Any) -> tuple[list[Any], list[Any]]:
 
 def report(ctx: Any) -> dict[str, Any]:
     configs, ablation_configs = _split_ablation(ctx)
-    frame = ctx.frame(configs)
+    frame = complete_seeds(ctx.frame(configs))
     selection = ctx.repro.steps(ctx.quick)[0].grids[0].selection
     tables, margins, written, ablation = [], [], [], []
     if not frame.empty:
@@ -116,6 +132,8 @@ def report(ctx: Any) -> dict[str, Any]:
                 hyb = point[point["method"] == "blink-hybrid"]
                 scaled = abl[(abl["dataset"] == ds) & (abl["epsilon"] == e)] \
                     if not abl.empty else abl
+                if not scaled.empty:
+                    scaled = scaled[scaled["seed"].isin(set(hyb["seed"]))]
                 if scaled.empty or hyb.empty:
                     continue
                 ablation.append([ds, f"{e:g}", f"{100 * hyb['test_accuracy'].mean():.1f}",
