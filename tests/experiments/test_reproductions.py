@@ -116,7 +116,9 @@ def test_readme_and_tables_regenerate_byte_identical(name: str, tmp_path: Path) 
 
 #: What a full protocol with its own directory regenerates (the quick one: OUTPUTS).
 FULL_OUTPUTS = {"blink": ["README.md", "results.md", "results.csv", "paper_comparison.csv"],
-                "lpgnn": ["README.md", "xyeps.csv"]}
+                "lpgnn": ["README.md", "xyeps.csv"],
+                "solitude": ["README.md", "table3.md", "table3.csv", "fig5_label_rate.csv",
+                             "link.csv"]}
 
 
 @pytest.mark.slow
