@@ -130,10 +130,8 @@ def report(ctx: Any) -> dict[str, Any]:
                 m["scales"] = scales_chosen([by_key[k] for k in ours["key"]])
                 margins.append(m)
                 hyb = point[point["method"] == "blink-hybrid"]
-                scaled = abl[(abl["dataset"] == ds) & (abl["epsilon"] == e)] \
-                    if not abl.empty else abl
-                if not scaled.empty:
-                    scaled = scaled[scaled["seed"].isin(set(hyb["seed"]))]
+                scaled = abl[(abl["dataset"] == ds) & (abl["epsilon"] == e)
+                             & abl["seed"].isin(set(hyb["seed"]))] if not abl.empty else abl
                 if scaled.empty or hyb.empty:
                     continue
                 ablation.append([ds, f"{e:g}", f"{100 * hyb['test_accuracy'].mean():.1f}",
