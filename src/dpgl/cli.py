@@ -509,8 +509,9 @@ def reproduce(
         bool, typer.Option("--quick/--full", help="Reduced grid (documented) or the full one.")
     ] = True,
     out_dir: Annotated[
-        Path | None, typer.Option("--out", help="Output directory (default results/NAME; "
-                                  "Blink's quick grid: results/blink-quick).")
+        Path | None, typer.Option("--out", help="Output directory (default: the protocol's own, "
+                                  "e.g. results/blink and results/blink-quick; "
+                                  "docs/reproductions.md).")
     ] = None,
     data_dir: DataDir = None,
     list_: Annotated[bool, typer.Option("--list", help="List the reproductions.")] = False,

@@ -9,6 +9,7 @@ import csv
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -17,7 +18,7 @@ from dpgl.errors import ConfigError
 from dpgl.experiments import reproductions
 from dpgl.experiments.config import RunConfig, RunResult
 from dpgl.experiments.execute import validate_config
-from dpgl.experiments.reproductions.blink import hparams, paper_compare, prepare
+from dpgl.experiments.reproductions.blink import hparams, missing_md, paper_compare, prepare
 
 BLINK = reproductions.get("blink")
 CSV = Path(hparams.__file__).with_name("authors_hparams.csv")
@@ -420,3 +421,21 @@ def test_a_clean_checkout_resumes_from_the_committed_export(tmp_path: Path,
     with pytest.raises(ConfigError, match="recorded no privacy part"):
         BLINK.run(tmp_path / "third", quick=False, data_dir=None, console=None,
                   report_only=True, merge=(tmp_path / "empty.jsonl",))
+
+
+def test_missing_runs_are_listed_per_method_and_epsilon() -> None:
+    """The full README's "Not run yet" list: every seed missing at an epsilon gives the
+    epsilon, some seeds missing give the seeds; stored runs and complete methods are left out."""
+    configs = [SimpleNamespace(method=m, epsilon=e, seed=s)
+               for m in ("rr", "symrr", "mlp") for e in ((1.0, 3.0) if m != "mlp" else (None,))
+               for s in (0, 1, 2)]
+    stored = {("rr", 3.0, 1), ("symrr", 1.0, 0), ("symrr", 1.0, 1), ("symrr", 1.0, 2),
+              ("symrr", 3.0, 0), ("symrr", 3.0, 1)}
+
+    class Runs:
+        def count(self, cs):
+            return sum((c.method, c.epsilon, c.seed) in stored for c in cs)
+
+    assert missing_md(configs, Runs()) == (
+        "rr at ε = 1 and seeds 0, 2 at ε = 3; symrr seed 2 at ε = 3; mlp all its runs")
+    assert missing_md(configs, None).startswith("rr at ε = 1, 3; symrr at ε = 1, 3")

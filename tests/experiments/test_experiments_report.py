@@ -104,6 +104,37 @@ def test_ties_go_to_the_smallest_hparam_key(tmp_path):
     pd.testing.assert_frame_equal(s, s2)
 
 
+def test_configurations_are_compared_on_the_seeds_they_share(tmp_path):
+    # lr=0.1 has 3 seeds, lr=0.01 only seed 0 so far (a grid being filled). Over all their
+    # seeds lr=0.1 looks better (0.70 vs 0.60), but on the shared seed 0 lr=0.01 wins
+    # (0.60 vs 0.50): the selection must compare like with like, and then report the chosen
+    # configuration over all its seeds.
+    data = {("rr", 1.0, 0.1): [(0.50, 0.30), (0.80, 0.31), (0.80, 0.32)],
+            ("rr", 1.0, 0.01): [(0.60, 0.90)]}
+    with RunStore(tmp_path / "p.db") as store:
+        fill(store, data)
+        df = store.to_frame()
+    s = summarize(df).iloc[0]
+    assert s["params"] == '{"hidden":16,"lr":0.01}'
+    assert s["val_accuracy_mean"] == pytest.approx(0.60)
+    assert s["n_seeds"] == 1 and s["n_configs"] == 2
+    # once lr=0.01 has every seed, the comparison is over all of them
+    with RunStore(tmp_path / "p.db") as store:
+        fill(store, {("rr", 1.0, 0.01): [(0.60, 0.90), (0.55, 0.91), (0.55, 0.92)]})
+        full = summarize(store.to_frame()).iloc[0]
+    assert full["params"] == '{"hidden":16,"lr":0.1}'
+    assert full["n_seeds"] == 3 and full["test_accuracy_mean"] == pytest.approx(0.31)
+    # configurations with no seed in common fall back to their own means
+    with RunStore(tmp_path / "q.db") as store:
+        fill(store, {("rr", 1.0, 0.1): [(0.50, 0.30)]})
+        cfg = RunConfig(dataset="cora", method="rr", epsilon=1.0, seed=1,
+                        params={"lr": 0.01, "hidden": 16})
+        store.put(cfg, RunResult(metrics={"val_accuracy": 0.4, "test_accuracy": 0.9,
+                                          "val_loss": 0.6}), grid="g")
+        apart = summarize(store.to_frame()).iloc[0]
+    assert apart["params"] == '{"hidden":16,"lr":0.1}' and apart["n_configs"] == 2
+
+
 def test_single_seed_has_nan_std_and_no_plus_minus(tmp_path):
     with RunStore(tmp_path / "s.db") as store:
         fill(store, {("none", None, 0.1): [(0.5, 0.8461)]})

@@ -21,6 +21,7 @@ from dpgl.experiments.reproductions.lpgnn import (
     ccs_columns,
     ccs_report,
     ccs_summary,
+    disagreements,
     gap_reason,
 )
 from dpgl.experiments.store import RunStore
@@ -312,3 +313,30 @@ def test_rule_steps_on_synthetic_runs(tmp_path: Path) -> None:
     assert out["kept_epochs"] == {"dpgl": 20.0, "rule": 3.0}
     assert "| LPGNN, cross-entropy, ε_y=1, ε_x=1 | no batch norm | 50.0 ± 0.0 | 20.0 ± 0.0 | " \
            "60.0 / 30.0 | 25.5 |" in out["checks"]
+
+
+def test_a_cell_measured_by_two_grids_apart_is_reported() -> None:
+    """The labels grid has one more K_y (4) that wins on the reported validation labels but
+    tests lower: the README names the cell, both means, the chosen K and the candidate sets."""
+    def grid(steps: dict[int, tuple[float, float]]) -> pd.DataFrame:
+        rows = [{"method": "lpgnn", "epsilon": 1.0, "seed": s, "param_label_epsilon": 1.0,
+                 "param_feature_steps": 16, "param_label_steps": k, "val_accuracy": v,
+                 "test_accuracy": t} for k, (v, t) in steps.items() for s in (0, 1)]
+        df = _frame(rows)
+        df["hparam_key"] = [f"k{r['param_label_steps']}" for r in rows]
+        df["params"] = [f'{{"feature_steps":16,"label_epsilon":1.0,'
+                        f'"label_steps":{r["param_label_steps"]}}}' for r in rows]
+        return df
+
+    frames = {"xyeps": grid({2: (0.30, 0.60), 8: (0.32, 0.70)}),
+              "labels": grid({2: (0.30, 0.60), 4: (0.35, 0.62), 8: (0.32, 0.70)})}
+    paper = LPGNN.paper("paper_ccs.csv")
+    sw, lb = ccs_summary(frames["xyeps"], paper), ccs_summary(frames["labels"], paper)
+    (d,) = disagreements(sw, lb, frames)
+    assert (d["dataset"], d["labels"], d["eps_x"], d["eps_y"]) == ("cora", "Drop", "1", "1")
+    assert d["labels_mean"] == pytest.approx(62.0) and d["sweep_mean"] == pytest.approx(70.0)
+    assert (d["labels_K_y"], d["sweep_K_y"]) == (4, 8) and d["labels_n_seeds"] == 2
+    assert d["labels_from"] == "{16} x {2, 4, 8}" and d["sweep_from"] == "{16} x {2, 8}"
+    # within the limit: nothing to say
+    assert disagreements(sw, lb, frames, limit=10.0) == []
+    assert disagreements(sw, sw.iloc[0:0], frames) == []

@@ -5,7 +5,6 @@ from what is committed (runs.jsonl / runs.csv / the committed tables), without a
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 from pathlib import Path
 
@@ -36,9 +35,9 @@ QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (840, "ca42c915c6d
 #: The quick keys before issue #16 item 2 (kept: every one is still in the protocol).
 EARLIER_KEYS = {"lpgnn": (214, "585f64cab23d1e7b"), "solitude": (107, "ac177f1050eb61ac")}
 
-#: What each reproduction regenerates (and the test compares byte for byte).
+#: What each committed quick directory regenerates (and the test compares byte for byte);
+#: blink-pp's committed results are its full protocol's (FULL_OUTPUTS).
 OUTPUTS = {"blink": ["README.md", "results.md", "results.csv"],
-           "blink-pp": ["README.md", "results.csv"],
            "dpar": ["README.md", "results.md", "results.csv"],
            "dprr": ["README.md", "fig4.csv", "fig5.csv", "fig6.csv", "fig10.csv"],
            "lpgnn": ["README.md", "table3.md", "table3.csv", "fig6_steps_selfloops.csv",
@@ -98,24 +97,32 @@ def test_lpgnn_rule_steps_keep_the_earlier_runs() -> None:
     assert all("select_epoch_by" not in c.params for c in earlier)
 
 
-@pytest.mark.parametrize("name", NAMES)
+def test_each_protocol_writes_a_directory_of_its_own() -> None:
+    """The quick and the full protocol of a reproduction never share a directory: a report
+    of one (``--report-only`` without ``--out``) would rewrite the other's README and drop its
+    runs from the committed runs.jsonl."""
+    for name in NAMES:
+        repro = reproductions.get(name)
+        assert repro.default_out(True) != repro.default_out(False), name
+    assert len({reproductions.get(n).default_out(q) for n in NAMES for q in (True, False)}) \
+        == 2 * len(NAMES)
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUTS))
 def test_readme_and_tables_regenerate_byte_identical(name: str, tmp_path: Path) -> None:
     committed = ROOT / reproductions.get(name).default_out(True)
     out = tmp_path / name
     shutil.copytree(committed, out, ignore=shutil.ignore_patterns("*.sqlite*", "*.png"))
     for f in OUTPUTS[name]:
         (out / f).unlink()  # rewritten from the runs (or the committed summary), not kept
-    # a directory that quick and full share holds whichever its README's command says
-    command = re.search(rf"dpgl reproduce {name} --(quick|full)",
-                        (committed / "README.md").read_text())
-    full = command is not None and command.group(1) == "full"
-    reproductions.get(name).report(out, quick=not full)
+    reproductions.get(name).report(out, quick=True)
     for f in OUTPUTS[name]:
         assert (out / f).read_bytes() == (committed / f).read_bytes(), f"{name}/{f} differs"
 
 
 #: What a full protocol with its own directory regenerates (the quick one: OUTPUTS).
 FULL_OUTPUTS = {"blink": ["README.md", "results.md", "results.csv", "paper_comparison.csv"],
+                "blink-pp": ["README.md", "results.csv"],
                 "lpgnn": ["README.md", "xyeps.csv"],
                 "solitude": ["README.md", "table3.md", "table3.csv", "fig5_label_rate.csv",
                              "link.csv"]}

@@ -54,6 +54,10 @@ def summarize(df: pd.DataFrame, *, metric: str = "val_accuracy",
     with: the group columns, ``n_seeds``, ``n_configs`` (configurations compared),
     ``<metric>_mean`` of the chosen configuration, ``<m>_mean`` and ``<m>_std`` for each
     report metric, ``hparam_key`` and ``params`` (JSON) of the chosen configuration.
+
+    The configurations are compared on the seeds they all have (a grid still being filled
+    never pits one configuration's 10 seeds against another's 3); the chosen one is then
+    reported over all its seeds. Configurations that share no seed are compared as they are.
     """
     if selection is not None:
         metric, mode, report = selection.metric, selection.mode, list(selection.report)
@@ -73,7 +77,8 @@ def summarize(df: pd.DataFrame, *, metric: str = "val_accuracy",
     columns += ["hparam_key", "params"]
     rows: list[dict[str, Any]] = []
     for group_values, g in data.groupby(group_by, dropna=False, sort=True):
-        scores = g.groupby("hparam_key", sort=True)[metric].mean()
+        scores = g[g["seed"].isin(_shared_seeds(g))].groupby("hparam_key", sort=True)[
+            metric].mean()
         valid = scores.dropna()
         if valid.empty:
             chosen = str(scores.index[0])  # no usable selection metric: first by key
@@ -96,6 +101,14 @@ def summarize(df: pd.DataFrame, *, metric: str = "val_accuracy",
     if "epsilon" in out.columns:
         out["epsilon"] = out["epsilon"].astype(float)
     return out
+
+
+def _shared_seeds(group: pd.DataFrame) -> pd.Series:
+    """The seeds on which every configuration of ``group`` has a run (all of the group's
+    seeds when there are none such)."""
+    per_config = group.groupby("hparam_key", sort=True)["seed"].apply(set)
+    shared = set.intersection(*per_config) if len(per_config) else set()
+    return pd.Series(sorted(shared)) if shared else group["seed"]
 
 
 # --------------------------------------------------------------------------------------

@@ -78,6 +78,32 @@ def devices_md(rows: list[dict[str, Any]]) -> str:
                      for d, n in sorted(kept.items(), key=lambda kv: (kv[0] != "cpu", kv[0])))
 
 
+def missing_md(configs: list[Any], runs: Any) -> str:
+    """Which runs of a block are not stored, per method in the grid's order: the epsilons at
+    which every seed is missing, then those missing some seeds, e.g. ``rr at ε = 1, 2 and
+    seeds 0, 2 at ε = 3``."""
+    planned: dict[str, dict[float, list[int]]] = {}
+    missing: dict[str, dict[float, list[int]]] = {}
+    for c in configs:
+        planned.setdefault(c.method, {}).setdefault(c.epsilon, []).append(c.seed)
+        if runs is None or not runs.count([c]):
+            missing.setdefault(c.method, {}).setdefault(c.epsilon, []).append(c.seed)
+    parts = []
+    for method, by_eps in missing.items():
+        whole = [e for e in by_eps if len(by_eps[e]) == len(planned[method][e])]
+        some = [e for e in by_eps if e not in whole]
+        words = []
+        if whole:
+            words.append("at ε = " + ", ".join(f"{e:g}" for e in sorted(whole))
+                         if whole[0] is not None else "all its runs")
+        words += [f"seed{'s' if len(by_eps[e]) > 1 else ''} "
+                  f"{', '.join(str(x) for x in sorted(by_eps[e]))} at ε = {e:g}"
+                  for e in sorted(some)]
+        parts.append(f"{method} {', '.join(words[:-1])}{' and ' if len(words) > 1 else ''}"
+                     f"{words[-1]}")
+    return "; ".join(parts)
+
+
 def report(ctx: Any) -> dict[str, Any]:
     return _quick_report(ctx) if ctx.quick else full_report(ctx)
 
@@ -107,6 +133,7 @@ def full_report(ctx: Any) -> dict[str, Any]:
         blocks.append({"label": step.label, "dataset": grid.datasets[0],
                        "model": grid.models[0], "stored": done.get(step.label, (0, 0))[0],
                        "planned": done.get(step.label, (0, 0))[1],
+                       "missing": missing_md(ctx.repro.expand(grid), ctx.runs),
                        "table": paper_compare.block_md(part),
                        "mapped": paper_compare.block_md(part, mapped=True),
                        "notes": paper_compare.hparam_notes(part),

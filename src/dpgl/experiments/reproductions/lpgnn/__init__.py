@@ -289,6 +289,39 @@ def _rule_of(rule: pd.DataFrame, r: pd.Series | None) -> pd.Series | None:
     return _lookup(rule, **{k: r[k] for k in CCS_KEY})
 
 
+def _steps(frame: pd.DataFrame, cell: pd.Series) -> str:
+    """The K_x and K_y a summary ``cell`` was chosen from, e.g. ``{4, 16} x {2, 4, 8}``."""
+    m = np.ones(len(frame), dtype=bool)
+    for k in CCS_KEY:
+        m &= np.isclose(frame[k], cell[k]) if k.startswith("eps") \
+            else (frame[k] == cell[k]).to_numpy()
+    runs = frame[m]
+
+    def values(col: str) -> str:
+        vals = runs[col].dropna().astype(int).unique() if col in runs.columns else []
+        return "{" + ", ".join(str(v) for v in sorted(vals)) + "}"
+    return f"{values('param_feature_steps')} x {values('param_label_steps')}"
+
+
+def disagreements(sweep: pd.DataFrame, labels: pd.DataFrame, frames: dict[str, pd.DataFrame],
+                  limit: float = 2.0) -> list[dict[str, Any]]:
+    """Cells that both the ``xyeps`` sweep and the ``labels`` grid measure, more than ``limit``
+    points apart: each grid's mean, seeds, chosen (K_x, K_y) and the sets they were chosen
+    from (the selection is on the reported validation labels, whose noise can pick a K_y that
+    tests lower)."""
+    if sweep.empty or labels.empty:
+        return []
+    both = labels.merge(sweep, on=CCS_KEY, suffixes=("_labels", "_sweep"))
+    both = both[(both["mean_labels"] - both["mean_sweep"]).abs() > limit]
+    runs = {k: ccs_columns(frames[k]) for k in ("labels", "xyeps")}
+    return [{"dataset": r["dataset"], "labels": LABELS[r["labels"]], "eps_x": _eps(r["eps_x"]),
+             "eps_y": _eps(r["eps_y"]),
+             **{f"{g}_{f}": r[f"{f}_{g}"] for g in ("labels", "sweep")
+                for f in ("mean", "n_seeds", "K_x", "K_y")},
+             "labels_from": _steps(runs["labels"], r), "sweep_from": _steps(runs["xyeps"], r)}
+            for _, r in both.sort_values(CCS_KEY).iterrows()]
+
+
 def _labels_md(s: pd.DataFrame, ds: str, rule: pd.DataFrame) -> str:
     sub = s[(s["dataset"] == ds) & (s["features"] == "lpgnn")]
     ys = sorted(sub["eps_y"].unique())
@@ -484,6 +517,7 @@ def ccs_report(ctx: Any) -> tuple[dict[str, Any], list[Path]]:
     out["rule_datasets"] = sorted(lr["dataset"].unique()) if len(lr) else []
     if len(sw) or len(lb):
         out["baselines"] = _baselines_md(sw, lb, lr)
+    out["disagree"] = disagreements(sw, lb, frames)
     if not frames["bn_check"].empty and len(sw):
         bn = ccs_summary(frames["bn_check"], paper.iloc[0:0])
         out["bn"] = _bn_md(sw, bn)
