@@ -103,12 +103,11 @@ def summarize(df: pd.DataFrame, *, metric: str = "val_accuracy",
     return out
 
 
-def _shared_seeds(group: pd.DataFrame) -> pd.Series:
+def _shared_seeds(group: pd.DataFrame) -> set[Any]:
     """The seeds on which every configuration of ``group`` has a run (all of the group's
     seeds when there are none such)."""
-    per_config = group.groupby("hparam_key", sort=True)["seed"].apply(set)
-    shared = set.intersection(*per_config) if len(per_config) else set()
-    return pd.Series(sorted(shared)) if shared else group["seed"]
+    shared = set.intersection(*group.groupby("hparam_key")["seed"].apply(set))
+    return shared or set(group["seed"])
 
 
 # --------------------------------------------------------------------------------------

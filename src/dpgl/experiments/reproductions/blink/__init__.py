@@ -129,15 +129,16 @@ def full_report(ctx: Any) -> dict[str, Any]:
     blocks = []
     for step in ctx.repro.steps(False):
         grid = step.grids[0]
+        expanded = ctx.repro.expand(grid)
         part = table[table["dataset"].isin(grid.datasets) & table["model"].isin(grid.models)]
         blocks.append({"label": step.label, "dataset": grid.datasets[0],
                        "model": grid.models[0], "stored": done.get(step.label, (0, 0))[0],
                        "planned": done.get(step.label, (0, 0))[1],
-                       "missing": missing_md(ctx.repro.expand(grid), ctx.runs),
+                       "missing": missing_md(expanded, ctx.runs),
                        "table": paper_compare.block_md(part),
                        "mapped": paper_compare.block_md(part, mapped=True),
                        "notes": paper_compare.hparam_notes(part),
-                       "devices": devices_md(ctx.runs.of(ctx.repro.expand(grid))
+                       "devices": devices_md(ctx.runs.of(expanded)
                                              if ctx.runs is not None else [])})
     count = paper_compare.counts(table)
     own = ctx.frame(ctx.repro.configs(False, "ldpgen-chung-lu"))

@@ -246,10 +246,16 @@ def _cell(r: pd.Series | None, with_paper: bool = True, rule: pd.Series | None =
     return f"{text} ({r['paper']:.1f})" if with_paper and r["paper"] == r["paper"] else text
 
 
-def _lookup(s: pd.DataFrame, **where: Any) -> pd.Series | None:
+def _where(s: pd.DataFrame, **where: Any) -> np.ndarray:
+    """The rows of ``s`` with these column values (floats compared with ``isclose``)."""
     m = np.ones(len(s), dtype=bool)
     for k, v in where.items():
         m &= np.isclose(s[k], v) if isinstance(v, float) else (s[k] == v).to_numpy()
+    return m
+
+
+def _lookup(s: pd.DataFrame, **where: Any) -> pd.Series | None:
+    m = _where(s, **where)
     return s[m].iloc[0] if m.any() else None
 
 
@@ -291,11 +297,7 @@ def _rule_of(rule: pd.DataFrame, r: pd.Series | None) -> pd.Series | None:
 
 def _steps(frame: pd.DataFrame, cell: pd.Series) -> str:
     """The K_x and K_y a summary ``cell`` was chosen from, e.g. ``{4, 16} x {2, 4, 8}``."""
-    m = np.ones(len(frame), dtype=bool)
-    for k in CCS_KEY:
-        m &= np.isclose(frame[k], cell[k]) if k.startswith("eps") \
-            else (frame[k] == cell[k]).to_numpy()
-    runs = frame[m]
+    runs = frame[_where(frame, **{k: cell[k] for k in CCS_KEY})]
 
     def values(col: str) -> str:
         vals = runs[col].dropna().astype(int).unique() if col in runs.columns else []
