@@ -57,6 +57,8 @@ def test_train_table_output_shows_privacy_report(capsys: pytest.CaptureFixture[s
         (["reproduce", "nope"], "unknown reproduction 'nope'"),
         (["reproduce", "blink", "--merge", "no-such.jsonl"], "--merge 'no-such.jsonl': no such"),
         (["reproduce", "blink", "--device", "tpu"], "tpu"),
+        (["reproduce", "blink-pp", "--full", "--param", "knn"], "--param expects NAME=VALUE"),
+        (["reproduce", "blink-pp", "--full", "--param", "=40"], "(no name)"),
         (["audit", "nope", "--epsilon", "1"], "nope"),
         (["audit", "rr", "--epsilon", "-1"], "epsilon"),
     ],

@@ -110,6 +110,8 @@ def _parse_param(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise ConfigError(f"--param expects NAME=VALUE, got {text!r}")
     name, raw = text.split("=", 1)
+    if not name.strip():
+        raise ConfigError(f"--param expects NAME=VALUE, got {text!r} (no name)")
     import yaml
 
     try:
@@ -543,6 +545,12 @@ def reproduce(
         typer.Option("--seed", metavar="SEED", min=0, help="Run only the runs with this seed "
                      "(repeatable; e.g. seeds 0-2 of every point first); writes no report."),
     ] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", metavar="KEY=VALUE", help="Run only the runs whose parameters "
+                     "set KEY to VALUE (repeatable, YAML value; e.g. one configuration of a "
+                     "method: --method blink-pp --param covariates=none); writes no report."),
+    ] = None,
     report_only: Annotated[
         bool, typer.Option("--report-only", help="Run nothing: rewrite the README, tables and "
                            "plots from the stored runs (runs.sqlite, else runs.jsonl).")
@@ -565,6 +573,7 @@ def reproduce(
     from dpgl.device import check_device
 
     device = check_device(device)  # before the heavy imports
+    params = tuple(_parse_param(p) for p in param or [])
     for m in merge or ():
         if not m.is_file():
             raise ConfigError(f"--merge {str(m)!r}: no such file (a runs.jsonl export)")
@@ -581,7 +590,7 @@ def reproduce(
                             only=tuple(only or ()), report_only=report_only, threads=threads,
                             methods=tuple(method or ()), skip_methods=tuple(skip_method or ()),
                             epsilons=tuple(epsilon or ()), seeds=tuple(seed or ()),
-                            merge=tuple(merge or ()), device=device)
+                            params=params, merge=tuple(merge or ()), device=device)
     for p in written:
         out.print(f"wrote {p}")
 

@@ -308,6 +308,30 @@ def test_seed_filter_runs_only_those_seeds(tmp_path: Path, monkeypatch) -> None:
         BLINK.run(tmp_path / "b", quick=False, data_dir=None, console=None, seeds=(7,))
 
 
+def test_param_filter_runs_only_that_configuration(tmp_path: Path, monkeypatch) -> None:
+    """``--param KEY=VALUE`` keeps only the runs whose parameters set KEY to VALUE (here one
+    of blink-pp's configurations: the runs of methods without the key are left out too); a
+    value no run uses, or a combination no run has, is an error naming the values used."""
+    pp = reproductions.get("blink-pp")
+    calls = _recorded_runs(monkeypatch)
+    pp.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora",),
+           seeds=(3,), epsilons=(1.0,), params=(("covariates", "none"),))
+    assert [(c.method, c.params["graph"], c.params["edge_scale"]) for c in calls] == [
+        ("blink-pp", "hybrid", "val")]
+    calls.clear()
+    pp.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora",),
+           seeds=(3,), epsilons=(1.0,), params=(("knn", 40),))
+    assert sorted(c.params["graph"] for c in calls) == ["hybrid", "soft"]
+    assert not (tmp_path / "a" / "README.md").exists()  # a filtered run writes no report
+    with pytest.raises(ConfigError, match=r'no configuration with covariates = "nothing" '
+                                          r'\(its values of covariates: "none"\)'):
+        pp.run(tmp_path / "b", quick=False, data_dir=None, console=None,
+               params=(("covariates", "nothing"),))
+    with pytest.raises(ConfigError, match=r"no configuration with knn = 40, covariates"):
+        pp.run(tmp_path / "b", quick=False, data_dir=None, console=None,
+               params=(("knn", 40), ("covariates", "none")))
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in BLINK.dir.glob("gapcheck-*.yaml")))
 def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
     """A gap note's seed check runs exactly the full grid's configuration of that point (its

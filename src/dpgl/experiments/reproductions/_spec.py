@@ -39,6 +39,11 @@ from dpgl.experiments.reproductions._tables import Runs, render_readme
 from dpgl.methods import get_method
 
 
+def _sets(params: dict[str, Any], pairs: tuple[tuple[str, Any], ...]) -> bool:
+    """Whether ``params`` sets every key of ``pairs`` to its value (``--param``)."""
+    return all(key in params and params[key] == value for key, value in pairs)
+
+
 def is_private(name: str) -> bool:
     """Whether method ``name`` takes an epsilon (the grid-expansion predicate)."""
     return bool(get_method(name).private)
@@ -150,6 +155,7 @@ class Reproduction:
             threads: int | None = None, methods: tuple[str, ...] = (),
             skip_methods: tuple[str, ...] = (),
             epsilons: tuple[float, ...] = (), seeds: tuple[int, ...] = (),
+            params: tuple[tuple[str, Any], ...] = (),
             merge: tuple[Path, ...] = (), device: str = "cpu") -> list[Path]:
         """Run the protocol's steps (resumable), then write the report. ``only``: step labels
         and dataset names; run just the runs of these steps on these datasets (a kind not
@@ -157,7 +163,9 @@ class Reproduction:
         every step on Cora; a name that is a step label counts as one) and write no report
         (several processes may share the store); ``methods`` / ``skip_methods``: run only these
         methods' runs / all but these; ``epsilons`` / ``seeds``: only the runs at these
-        epsilons / seeds (all four also write no report);
+        epsilons / seeds; ``params``: ``(key, value)`` pairs, only the runs whose parameters
+        set every key to its value (e.g. one configuration of a method; all five also write no
+        report);
         ``report_only``: run nothing, rewrite the report from the stored runs. A missing
         ``runs.sqlite`` is first restored from the committed ``runs.jsonl`` (so a clean
         checkout resumes); ``merge``: exports (``runs.jsonl``) of other copies of this
@@ -183,9 +191,9 @@ class Reproduction:
                     console.print(f"merged {n_merged} new runs from {source}")
         if report_only:
             return self.report(out_dir, quick=quick)
-        self._check_filters(quick, (*methods, *skip_methods), epsilons, seeds)
+        self._check_filters(quick, (*methods, *skip_methods), epsilons, seeds, params)
         only_steps, only_data = self._split_only(quick, only)
-        partial = bool(only or methods or skip_methods or epsilons or seeds)
+        partial = bool(only or methods or skip_methods or epsilons or seeds or params)
         n = threads or self.threads
         if n:
             import torch
@@ -209,7 +217,8 @@ class Reproduction:
                            and (not methods or c.method in methods)
                            and c.method not in skip_methods
                            and (not epsilons or c.epsilon in epsilons)
-                           and (not seeds or c.seed in seeds)]
+                           and (not seeds or c.seed in seeds)
+                           and _sets(c.params, params)]
                 if not configs:
                     continue
                 with RunStore(store) as s:
@@ -223,8 +232,8 @@ class Reproduction:
         if partial:
             if console is not None:
                 console.print("report not written (--only / --method / --skip-method / "
-                              "--epsilon / --seed); write it with --report-only once every process "
-                              "has finished")
+                              "--epsilon / --seed / --param); write it with --report-only once "
+                              "every process has finished")
             return written
         return [*written, *self.report(out_dir, quick=quick)]
 
@@ -244,10 +253,11 @@ class Reproduction:
         return {o for o in only if o in labels}, {o for o in only if o not in labels}
 
     def _check_filters(self, quick: bool, names: tuple[str, ...],
-                       epsilons: tuple[float, ...], seeds: tuple[int, ...] = ()) -> None:
-        """A ``--method`` / ``--skip-method`` name, an ``--epsilon`` or a ``--seed`` that no
-        run of the protocol uses is an error."""
-        if not names and not epsilons and not seeds:
+                       epsilons: tuple[float, ...], seeds: tuple[int, ...] = (),
+                       params: tuple[tuple[str, Any], ...] = ()) -> None:
+        """A ``--method`` / ``--skip-method`` name, an ``--epsilon``, a ``--seed`` or a
+        ``--param`` that no run of the protocol uses is an error."""
+        if not names and not epsilons and not seeds and not params:
             return
         configs = self.configs(quick)
         protocol = f"the {self.name} {'quick' if quick else 'full'} protocol"
@@ -264,6 +274,16 @@ class Reproduction:
         if missing_seeds := sorted(set(seeds) - used_seeds):
             raise ConfigError(f"{protocol} runs no seed {', '.join(map(str, missing_seeds))}"
                               f" (it runs seeds {min(used_seeds)}-{max(used_seeds)})")
+        for key, value in params:
+            if not any(_sets(c.params, ((key, value),)) for c in configs):
+                values = sorted({json.dumps(c.params[key]) for c in configs if key in c.params})
+                raise ConfigError(
+                    f"{protocol} runs no configuration with {key} = {json.dumps(value)} ("
+                    + (f"its values of {key}: {', '.join(values)})" if values
+                       else f"no run sets {key})"))
+        if params and not any(_sets(c.params, params) for c in configs):
+            raise ConfigError(f"{protocol} runs no configuration with "
+                              + ", ".join(f"{k} = {json.dumps(v)}" for k, v in params))
 
     def report(self, out_dir: Path, *, quick: bool) -> list[Path]:
         """Tables, plots and README from the stored runs (``runs.sqlite`` if present, which is
