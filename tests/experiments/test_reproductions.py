@@ -195,23 +195,42 @@ def test_blinkpp_margin_compares_the_variants_that_ran() -> None:
 
 
 def test_blinkpp_tables_keep_only_the_seeds_complete_at_a_point() -> None:
-    """A seed in progress (one of blink-pp's two configurations stored) is left out of every
-    mean at that point; a configuration with no run at all (failed by design) does not hold a
-    seed back; other points and the runs without epsilon are untouched."""
+    """Configurations are chosen on the seeds where every configuration of the point ran; a
+    later seed counts once every method's chosen configuration has run on it (a seed with
+    only a configuration validation did not choose, or without one method, is left out); a
+    configuration with no run at all (failed by design) does not hold a seed back; the runs
+    without epsilon are untouched."""
+    from dpgl.experiments.grid import SelectionSpec
     from dpgl.experiments.reproductions.blinkpp import complete_seeds
 
-    rows = [("blink-pp", "a", 2.0, 0), ("blink-pp", "b", 2.0, 0), ("blink-hard", "h", 2.0, 0),
-            ("blink-pp", "a", 2.0, 1), ("blink-hard", "h", 2.0, 1),
-            ("blink-pp", "a", 3.0, 1), ("blink-hard", "h", 3.0, 1),
-            ("mlp", "m", None, 0), ("mlp", "m", None, 1)]
-    frame = pd.DataFrame([{"dataset": "facebook", "method": m, "hparam_key": k, "epsilon": e,
-                           "seed": s} for m, k, e, s in rows])
-    kept = complete_seeds(frame)
+    rows = [("blink-pp", "a", 2.0, 0, 0.6), ("blink-pp", "b", 2.0, 0, 0.7),
+            ("blink-hard", "h", 2.0, 0, 0.5),
+            ("blink-pp", "a", 2.0, 1, 0.6), ("blink-hard", "h", 2.0, 1, 0.5),  # a: not chosen
+            ("blink-pp", "b", 2.0, 2, 0.6), ("blink-hard", "h", 2.0, 2, 0.5),  # b: chosen
+            ("blink-pp", "b", 2.0, 3, 0.6),  # no blink-hard yet
+            ("blink-pp", "a", 3.0, 1, 0.6), ("blink-hard", "h", 3.0, 1, 0.5),
+            ("mlp", "m", None, 0, 0.5), ("mlp", "m", None, 1, 0.5)]
+    frame = pd.DataFrame([{"dataset": "facebook", "model": "gcn", "method": m, "hparam_key": k,
+                           "epsilon": e, "seed": s, "val_accuracy": v, "test_accuracy": v}
+                          for m, k, e, s, v in rows])
+    selection = SelectionSpec(metric="val_accuracy", mode="max", report=["test_accuracy"])
+    kept = complete_seeds(frame, selection)
     at2 = kept[kept["epsilon"] == 2.0]
-    assert sorted(set(at2["seed"])) == [0] and len(at2) == 3
+    assert sorted(zip(at2["hparam_key"], at2["seed"], strict=True)) == [
+        ("a", 0), ("b", 0), ("b", 2), ("h", 0), ("h", 2)]
     assert sorted(kept[kept["epsilon"] == 3.0]["seed"]) == [1, 1]
     assert len(kept[kept["epsilon"].isna()]) == 2
-    assert complete_seeds(frame.iloc[:0]).empty
+    assert kept.attrs["selection_seeds"] == {("facebook", 2.0): [0], ("facebook", 3.0): [1]}
+    # the table's choice on the kept runs is the one made on the selection seeds
+    from dpgl.experiments.report import summarize
+    chosen = summarize(at2, selection=selection)
+    assert set(chosen["hparam_key"]) == {"b", "h"}
+    assert dict(zip(chosen["hparam_key"], chosen["n_seeds"], strict=True)) == {"b": 2, "h": 2}
+    flipped = frame.assign(val_accuracy=frame["hparam_key"].map({"a": 0.9}).fillna(0.5))
+    at2 = complete_seeds(flipped, selection).query("epsilon == 2.0")
+    assert sorted(zip(at2["hparam_key"], at2["seed"], strict=True)) == [
+        ("a", 0), ("a", 1), ("b", 0), ("h", 0), ("h", 1)]
+    assert complete_seeds(frame.iloc[:0], selection).empty
 
 
 def test_blink_pp_config_and_kept_scales_in_words() -> None:

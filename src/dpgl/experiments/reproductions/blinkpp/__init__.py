@@ -24,20 +24,41 @@ def _chosen(frame: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["hparam_key"].isin(set(summary["hparam_key"]))]
 
 
-def complete_seeds(frame: pd.DataFrame) -> pd.DataFrame:
-    """The runs on seeds that are complete at their (dataset, epsilon) point: a seed counts
-    there when every configuration with a run at that point (any seed) has one on it, so a
-    seed still in progress never mixes into a mean, a selection or a margin. A configuration
-    without a single run (Blink-Soft on Facebook at small eps fails by design) does not hold a
-    seed back. Runs without epsilon (the non-private GNN, the MLP) are kept as they are."""
+def complete_seeds(frame: pd.DataFrame, selection: Any) -> pd.DataFrame:
+    """The runs a table may use, in two stages per (dataset, epsilon) point, so that a seed
+    still in progress never mixes into a mean, a selection or a margin:
+
+    * **selection seeds**: the seeds on which every configuration with a run at the point
+      (any seed) has one. Each method's configuration is chosen on these
+      (:func:`~dpgl.experiments.report.summarize` with ``selection``), and the other
+      configurations' runs are kept on these seeds only;
+    * **evaluation seeds**: the selection seeds, and every other seed on which each method's
+      chosen configuration has a run (a seed run after the choice, with that configuration
+      only). The chosen configurations' runs are kept on these.
+
+    A configuration without a single run (Blink-Soft on Facebook at small eps fails by design)
+    does not hold a seed back. Runs without epsilon (the non-private GNN, the MLP) are kept as
+    they are. The selection seeds per point are in ``frame.attrs["selection_seeds"]``."""
     if frame.empty:
         return frame
     keep = frame["epsilon"].isna()
-    for _, g in frame[~keep].groupby(["dataset", "epsilon"]):
+    chosen_seeds: dict[tuple[str, float], list[int]] = {}
+    for (ds, eps), g in frame[~keep].groupby(["dataset", "epsilon"]):
         per_seed = g.groupby("seed")["hparam_key"].nunique()
         full = set(per_seed[per_seed == g["hparam_key"].nunique()].index)
-        keep |= frame.index.isin(g.index[g["seed"].isin(full)])
-    return frame[keep]
+        if not full:
+            continue
+        on_full = g[g["seed"].isin(full)]
+        chosen = set(summarize(on_full, selection=selection)["hparam_key"])
+        methods = g[g["hparam_key"].isin(chosen)].groupby("seed")["method"].nunique()
+        evaluation = full | set(methods[methods == g["method"].nunique()].index)
+        keep |= frame.index.isin(g.index[g["seed"].isin(full)
+                                         | (g["hparam_key"].isin(chosen)
+                                            & g["seed"].isin(evaluation))])
+        chosen_seeds[(str(ds), float(eps))] = sorted(int(x) for x in full)
+    out = frame[keep].copy()
+    out.attrs["selection_seeds"] = chosen_seeds
+    return out
 
 
 def margin(runs: pd.DataFrame) -> dict[str, Any] | None:
@@ -92,8 +113,8 @@ def _split_ablation(ctx: Any) -> tuple[list[Any], list[Any]]:
 
 def report(ctx: Any) -> dict[str, Any]:
     configs, ablation_configs = _split_ablation(ctx)
-    frame = complete_seeds(ctx.frame(configs))
     selection = ctx.repro.steps(ctx.quick)[0].grids[0].selection
+    frame = complete_seeds(ctx.frame(configs), selection)
     tables, margins, written, ablation = [], [], [], []
     if not frame.empty:
         summary = summarize(frame, selection=selection)
@@ -127,6 +148,7 @@ def report(ctx: Any) -> dict[str, Any]:
                     continue
                 ours = point[point["method"] == OURS]
                 m["config"] = chosen_config(ours["params"].iloc[0])
+                m["selection_seeds"] = len(frame.attrs["selection_seeds"][(ds, float(e))])
                 m["scales"] = scales_chosen([by_key[k] for k in ours["key"]])
                 margins.append(m)
                 hyb = point[point["method"] == "blink-hybrid"]
@@ -139,18 +161,19 @@ def report(ctx: Any) -> dict[str, Any]:
                                  scales_chosen([by_key[k] for k in scaled["key"]]),
                                  f"{m['ours']:.1f}", len(scaled)])
     margin_md = md_table(
-        ["dataset", "eps", "seeds", "blink-pp", "best Blink variant (mean)", "its mean",
+        ["dataset", "eps", "seeds", "selection seeds", "blink-pp", "best Blink variant (mean)",
+         "its mean",
          "margin", "std of paired difference", "seeds where blink-pp beats every variant run",
          "margin >= 2", "variants not run", "blink-pp's configuration (chosen on validation)",
          "edge scales kept"],
-        [[m["dataset"], f"{m['epsilon']:g}", m["seeds"], f"{m['ours']:.1f}",
+        [[m["dataset"], f"{m['epsilon']:g}", m["seeds"], m["selection_seeds"], f"{m['ours']:.1f}",
           m["best_blink"], f"{m['blink']:.1f}", f"{m['margin']:+.2f}",
           f"{m['paired_std']:.1f}", f"{m['wins']}/{m['seeds']}",
           "yes" if m["margin"] >= 2 else "**no**", ", ".join(m["missing"]) or "-",
           m["config"], m["scales"]]
          for m in margins],
-        ["---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---", "---",
-         "---", "---"]
+        ["---", "---:", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---",
+         "---", "---", "---"]
     ) if margins else ""
     ablation_md = md_table(
         ["dataset", "eps", "Blink-Hybrid", "Blink-Hybrid, edge scale on validation",
