@@ -165,8 +165,8 @@ def report(ctx: Any) -> dict[str, Any]:
                 ablation_gap[ds] = max(ablation_gap.get(ds, 0.0), gap)
     margin_md = md_table(
         ["dataset", "eps", "seeds", "selection seeds", "blink-pp", "best Blink variant (mean)",
-         "its mean",
-         "margin", "std of paired difference", "seeds where blink-pp beats every variant run",
+         "its mean", "margin", "std of paired difference",
+         "seeds where blink-pp beats every variant run",
          "margin >= 2", "variants not run", "blink-pp's configuration (chosen on validation)",
          "edge scales kept"],
         [[m["dataset"], f"{m['epsilon']:g}", m["seeds"], m["selection_seeds"], f"{m['ours']:.1f}",
