@@ -214,23 +214,23 @@ def test_blinkpp_tables_keep_only_the_seeds_complete_at_a_point() -> None:
                            "epsilon": e, "seed": s, "val_accuracy": v, "test_accuracy": v}
                           for m, k, e, s, v in rows])
     selection = SelectionSpec(metric="val_accuracy", mode="max", report=["test_accuracy"])
-    kept = complete_seeds(frame, selection)
+    kept, selection_seeds = complete_seeds(frame, selection)
     at2 = kept[kept["epsilon"] == 2.0]
     assert sorted(zip(at2["hparam_key"], at2["seed"], strict=True)) == [
         ("a", 0), ("b", 0), ("b", 2), ("h", 0), ("h", 2)]
     assert sorted(kept[kept["epsilon"] == 3.0]["seed"]) == [1, 1]
     assert len(kept[kept["epsilon"].isna()]) == 2
-    assert kept.attrs["selection_seeds"] == {("facebook", 2.0): [0], ("facebook", 3.0): [1]}
+    assert selection_seeds == {("facebook", 2.0): [0], ("facebook", 3.0): [1]}
     # the table's choice on the kept runs is the one made on the selection seeds
     from dpgl.experiments.report import summarize
     chosen = summarize(at2, selection=selection)
     assert set(chosen["hparam_key"]) == {"b", "h"}
     assert dict(zip(chosen["hparam_key"], chosen["n_seeds"], strict=True)) == {"b": 2, "h": 2}
     flipped = frame.assign(val_accuracy=frame["hparam_key"].map({"a": 0.9}).fillna(0.5))
-    at2 = complete_seeds(flipped, selection).query("epsilon == 2.0")
+    at2 = complete_seeds(flipped, selection)[0].query("epsilon == 2.0")
     assert sorted(zip(at2["hparam_key"], at2["seed"], strict=True)) == [
         ("a", 0), ("a", 1), ("b", 0), ("h", 0), ("h", 1)]
-    assert complete_seeds(frame.iloc[:0], selection).empty
+    assert complete_seeds(frame.iloc[:0], selection)[0].empty
 
 
 def test_blink_pp_config_and_kept_scales_in_words() -> None:

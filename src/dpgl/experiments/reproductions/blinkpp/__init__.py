@@ -24,7 +24,8 @@ def _chosen(frame: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["hparam_key"].isin(set(summary["hparam_key"]))]
 
 
-def complete_seeds(frame: pd.DataFrame, selection: Any) -> pd.DataFrame:
+def complete_seeds(frame: pd.DataFrame, selection: Any
+                   ) -> tuple[pd.DataFrame, dict[tuple[str, float], list[int]]]:
     """The runs a table may use, in two stages per (dataset, epsilon) point, so that a seed
     still in progress never mixes into a mean, a selection or a margin:
 
@@ -38,11 +39,11 @@ def complete_seeds(frame: pd.DataFrame, selection: Any) -> pd.DataFrame:
 
     A configuration without a single run (Blink-Soft on Facebook at small eps fails by design)
     does not hold a seed back. Runs without epsilon (the non-private GNN, the MLP) are kept as
-    they are. The selection seeds per point are in ``frame.attrs["selection_seeds"]``."""
+    they are. Returns the kept runs and the selection seeds per (dataset, epsilon)."""
+    selection_seeds: dict[tuple[str, float], list[int]] = {}
     if frame.empty:
-        return frame
+        return frame, selection_seeds
     keep = frame["epsilon"].isna()
-    chosen_seeds: dict[tuple[str, float], list[int]] = {}
     for (ds, eps), g in frame[~keep].groupby(["dataset", "epsilon"]):
         per_seed = g.groupby("seed")["hparam_key"].nunique()
         full = set(per_seed[per_seed == g["hparam_key"].nunique()].index)
@@ -55,10 +56,8 @@ def complete_seeds(frame: pd.DataFrame, selection: Any) -> pd.DataFrame:
         keep |= frame.index.isin(g.index[g["seed"].isin(full)
                                          | (g["hparam_key"].isin(chosen)
                                             & g["seed"].isin(evaluation))])
-        chosen_seeds[(str(ds), float(eps))] = sorted(int(x) for x in full)
-    out = frame[keep].copy()
-    out.attrs["selection_seeds"] = chosen_seeds
-    return out
+        selection_seeds[(str(ds), float(eps))] = sorted(int(x) for x in full)
+    return frame[keep], selection_seeds
 
 
 def margin(runs: pd.DataFrame) -> dict[str, Any] | None:
@@ -114,7 +113,7 @@ def _split_ablation(ctx: Any) -> tuple[list[Any], list[Any]]:
 def report(ctx: Any) -> dict[str, Any]:
     configs, ablation_configs = _split_ablation(ctx)
     selection = ctx.repro.steps(ctx.quick)[0].grids[0].selection
-    frame = complete_seeds(ctx.frame(configs), selection)
+    frame, selection_seeds = complete_seeds(ctx.frame(configs), selection)
     tables, margins, written, ablation = [], [], [], []
     ablation_gap: dict[str, float] = {}  # per dataset: the largest |scaled Hybrid - blink-pp|
     if not frame.empty:
@@ -149,7 +148,7 @@ def report(ctx: Any) -> dict[str, Any]:
                     continue
                 ours = point[point["method"] == OURS]
                 m["config"] = chosen_config(ours["params"].iloc[0])
-                m["selection_seeds"] = len(frame.attrs["selection_seeds"][(ds, float(e))])
+                m["selection_seeds"] = len(selection_seeds[(ds, float(e))])
                 m["scales"] = scales_chosen([by_key[k] for k in ours["key"]])
                 margins.append(m)
                 hyb = point[point["method"] == "blink-hybrid"]
