@@ -30,6 +30,7 @@ from dpgl.privacy import (
     optimal_m,
     sample_discrete_laplace,
 )
+from dpgl.privacy.multibit import _coth_half
 from dpgl.rng import make_rng
 
 
@@ -273,6 +274,38 @@ def test_multibit_per_dimension_range() -> None:
     mech = MultiBit(4.0, alpha=alpha, beta=beta, m=2)
     est = mech.privatize(np.broadcast_to([0.25, 0.5], (100_000, 2)), make_rng(3))
     assert abs(est[:, 0].mean() - 0.25) < 0.05 and abs(est[:, 1].mean() - 0.5) < 0.1
+
+
+@pytest.mark.parametrize("m", [1, 3, 7])
+@pytest.mark.parametrize("per_dimension", [False, True])
+def test_multibit_matches_the_full_matrix_formulas_bit_for_bit(m: int, per_dimension: bool) -> None:
+    """The encoder computes p_i at the sampled coordinates only and the rectifier writes its
+    three values by value: both must give exactly the floats (and draws) of Alg. 1 and Eq. 4
+    evaluated over the whole matrix, the same code path stored runs used."""
+    d = 7
+    alpha = np.linspace(-1.0, 0.5, d) if per_dimension else np.asarray(-0.5)
+    beta = alpha + np.linspace(0.7, 2.0, d) if per_dimension else np.asarray(1.5)
+    x = make_rng(5).uniform(-1.0, 2.5, size=(300, d)).clip(alpha, beta)
+    mech = MultiBit(2.5, alpha=alpha, beta=beta, m=m)
+    got = mech.randomize(x, make_rng(6))
+    # reference: p over the whole matrix, then the same draws in the same order
+    rng, t = make_rng(6), 2.5 / m
+    p = 1 / (1 + math.exp(t)) + (x - alpha) / (beta - alpha) * math.tanh(t / 2)
+    if m == d:
+        ref = np.where(rng.random(x.shape) < p, 1, -1).astype(np.int8)
+    else:
+        idx = (rng.integers(0, d, size=(300, 1)) if m == 1
+               else np.argpartition(rng.random(x.shape), m - 1, axis=1)[:, :m])
+        plus = rng.random((300, m)) < np.take_along_axis(p, idx, axis=1)
+        ref = np.zeros(x.shape, dtype=np.int8)
+        np.put_along_axis(ref, idx, np.where(plus, 1, -1).astype(np.int8), axis=1)
+    np.testing.assert_array_equal(got, ref)
+    assert {-1, 0, 1} >= set(np.unique(got)) and ((got > 0).any() and (got < 0).any())
+    e = math.exp(2.5 / m)
+    scale = d * (beta - alpha) / (2.0 * m) * _coth_half(2.5 / m)  # Eq. 4, as stored runs had it
+    assert np.allclose(scale, d * (beta - alpha) / (2.0 * m) * (e + 1) / (e - 1), rtol=1e-14)
+    assert np.array_equal(mech.rectify(got), scale * got.astype(np.float64) + (alpha + beta) / 2)
+    assert np.array_equal(mech.rectify(got[0]), mech.rectify(got)[0])
 
 
 def test_one_bit_matches_ding_et_al() -> None:

@@ -144,31 +144,48 @@ class MultiBit(Randomizer):
         d = xx.shape[-1]
         m = self.resolve_m(d)
         t = self.epsilon / m
-        p = special.expit(-t) + (xx - self.alpha) / (self.beta - self.alpha) * math.tanh(t / 2)
-        rows = np.broadcast_to(p, xx.shape).reshape(-1, d)
+        rows = xx.reshape(-1, d)
         if m == d:
-            out = np.where(rng.random(rows.shape) < rows, 1, -1).astype(np.int8)
+            out = np.where(rng.random(rows.shape) < self._plus(rows, t), 1, -1).astype(np.int8)
             return out.reshape(xx.shape)
         n = rows.shape[0]
         if m == 1:   # one uniform dimension per row
             idx = rng.integers(0, d, size=(n, 1))
         else:        # m distinct dimensions: the m smallest of d uniform keys
             idx = np.argpartition(rng.random(rows.shape), m - 1, axis=1)[:, :m]
-        plus = rng.random((n, m)) < np.take_along_axis(rows, idx, axis=1)
+        # p_i at the sampled coordinates only (n x m, not n x d): the same per-entry formula
+        plus = rng.random((n, m)) < self._plus(np.take_along_axis(rows, idx, axis=1), t, idx)
         out = np.zeros(rows.shape, dtype=np.int8)
         np.put_along_axis(out, idx, np.where(plus, 1, -1).astype(np.int8), axis=1)
         return out.reshape(xx.shape)
 
+    def _plus(self, x: np.ndarray, t: float, idx: np.ndarray | None = None) -> np.ndarray:
+        """p_i of Alg. 1 line 5 with t = eps/m for the entries ``x`` (already in range); ``idx``:
+        their dimensions when ``x`` holds sampled coordinates, not whole rows."""
+        a, b = self.alpha, self.beta
+        if idx is not None and a.ndim == 1:
+            a, b = a[idx], b[idx]
+        return special.expit(-t) + (x - a) / (b - a) * math.tanh(t / 2)
+
     __call__ = randomize
 
     def rectify(self, x_star: object) -> np.ndarray:
-        """The rectifier (Eq. 4): unbiased estimate of x from the encoded x*."""
+        """The rectifier (Eq. 4): unbiased estimate of x from the encoded x*.
+
+        x* takes three values, so the estimate is one of scale * v + (alpha + beta) / 2 for
+        v in {-1, 0, +1} (per dimension): computed once each and written by value, the same
+        floats as the product over the whole matrix without its float64 temporaries."""
         xs = np.asarray(x_star)
         self._check_encoded(xs)
         d = xs.shape[-1]
         m = self.resolve_m(d)
         scale = d * (self.beta - self.alpha) / (2.0 * m) * _coth_half(self.epsilon / m)
-        return scale * xs.astype(np.float64) + (self.alpha + self.beta) / 2.0
+        mid = (self.alpha + self.beta) / 2.0
+        out = np.empty(xs.shape, dtype=np.float64)
+        out[...] = scale * 0.0 + mid
+        np.copyto(out, scale * 1.0 + mid, where=xs > 0)
+        np.copyto(out, scale * -1.0 + mid, where=xs < 0)
+        return out
 
     def privatize(self, x: object, rng: np.random.Generator) -> np.ndarray:
         """Encoder then rectifier (what the server ends up with)."""
