@@ -300,7 +300,10 @@ def test_multibit_matches_the_full_matrix_formulas_bit_for_bit(m: int, per_dimen
         ref = np.zeros(x.shape, dtype=np.int8)
         np.put_along_axis(ref, idx, np.where(plus, 1, -1).astype(np.int8), axis=1)
     np.testing.assert_array_equal(got, ref)
+    assert got.dtype == np.int8 and got.shape == x.shape
     assert {-1, 0, 1} >= set(np.unique(got)) and ((got > 0).any() and (got < 0).any())
+    one = mech.randomize(x[0], make_rng(6))  # one user's vector in, one report out
+    assert one.shape == (d,) and one.dtype == np.int8 and np.count_nonzero(one) == m
     e = math.exp(2.5 / m)
     scale = d * (beta - alpha) / (2.0 * m) * _coth_half(2.5 / m)  # Eq. 4, as stored runs had it
     assert np.allclose(scale, d * (beta - alpha) / (2.0 * m) * (e + 1) / (e - 1), rtol=1e-14)
