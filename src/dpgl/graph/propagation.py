@@ -59,15 +59,50 @@ class SparseOperator:
         return self.matrix.to_dense()
 
 
+#: Entries of ``a`` per chunk of :func:`gather_mm`, over the product's width: a chunk's
+#: gathered rows hold about this many floats (128 MB in float32).
+GATHER_CHUNK = 1 << 25
+
+
+def csr_mm(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``a @ x`` for a CSR matrix ``a`` and a dense ``x``: torch's sparse product, except on a
+    GPU under torch's deterministic mode (the trainers switch it on there), where it is
+    :func:`gather_mm`. cuSPARSE's CSR product is not bit-deterministic and that mode does not
+    cover it (docs/gpu.md, measured on an H200); on the CPU both are deterministic and the
+    CPU keeps the faster product, so its numbers are unchanged."""
+    if _gather_on(x):
+        return gather_mm(a, x)
+    return torch.sparse.mm(a, x)
+
+
+def _gather_on(x: torch.Tensor) -> bool:
+    return x.device.type != "cpu" and torch.are_deterministic_algorithms_enabled()
+
+
+def gather_mm(a: torch.Tensor, x: torch.Tensor, *, chunk: int = GATHER_CHUNK) -> torch.Tensor:
+    """``a @ x`` as ``out[i] += a[i, j] x[j]`` over ``a``'s entries in storage order: a gather
+    (``index_select``) and an ``index_add_``, which torch's deterministic mode makes
+    bit-deterministic on CUDA, in chunks of about ``chunk`` floats (the chunks are added in a
+    fixed order, and memory stays bounded on graphs of ~10^8 entries). Any device."""
+    crow, col, val = a.crow_indices(), a.col_indices(), a.values().to(x.dtype)
+    out = x.new_zeros(a.size(0), x.size(1))
+    step = max(1, chunk // max(1, x.size(1)))
+    for start in range(0, col.numel(), step):
+        pos = torch.arange(start, min(start + step, col.numel()), device=col.device)
+        rows = torch.searchsorted(crow, pos, right=True) - 1
+        out.index_add_(0, rows, x.index_select(0, col[pos]) * val[pos].unsqueeze(1))
+    return out
+
+
 class _SpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a: torch.Tensor, a_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         ctx.a_t = a_t
-        return torch.sparse.mm(a, x)
+        return csr_mm(a, x)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[None, None, torch.Tensor]:  # type: ignore[override]
-        return None, None, torch.sparse.mm(ctx.a_t, grad.contiguous())
+        return None, None, csr_mm(ctx.a_t, grad.contiguous())
 
 
 def check_edge_index(edge_index: torch.Tensor, num_nodes: int) -> None:
