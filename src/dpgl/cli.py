@@ -522,7 +522,8 @@ def reproduce(
         typer.Option("--only", metavar="DATASET|STEP", help="Run only this step's runs (its "
                      "label, e.g. Blink's full-grid block cora-gcn) or this dataset's "
                      "(repeatable; steps and datasets combine: --only xyeps --only cora is "
-                     "xyeps on Cora) and write no report: several processes can fill one "
+                     "xyeps on Cora; a step that measures without runs, e.g. LPGNN's rq2, runs "
+                     "only when named) and write no report: several processes can fill one "
                      "store; then --report-only."),
     ] = None,
     method: Annotated[

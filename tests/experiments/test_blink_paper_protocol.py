@@ -463,3 +463,18 @@ def test_missing_runs_are_listed_per_method_and_epsilon() -> None:
     assert missing_md(configs, Runs()) == (
         "rr at ε = 1 and seeds 0, 2 at ε = 3; symrr seed 2 at ε = 3; mlp all its runs")
     assert missing_md(configs, None).startswith("rr at ε = 1, 3; symrr at ε = 1, 3")
+
+
+def test_only_runs_a_measure_step_when_it_names_it(tmp_path: Path, monkeypatch) -> None:
+    """A step that measures without runs (LPGNN's ``rq2``) runs under ``--only`` when ``--only``
+    names its label, and not when it names other steps or datasets."""
+    lpgnn = reproductions.get("lpgnn")
+    calls = _recorded_runs(monkeypatch)
+    measured: list[bool] = []
+    monkeypatch.setattr(lpgnn.hooks, "measure", lambda repro, out, quick, data: measured
+                        .append(quick))
+    lpgnn.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("rq2",))
+    assert measured == [False] and not calls
+    lpgnn.run(tmp_path / "b", quick=False, data_dir=None, console=None,
+              only=("control", "cora"))
+    assert measured == [False] and calls

@@ -160,7 +160,8 @@ class Reproduction:
         """Run the protocol's steps (resumable), then write the report. ``only``: step labels
         and dataset names; run just the runs of these steps on these datasets (a kind not
         named is not filtered: ``("xyeps", "cora")`` is the xyeps step on Cora, ``("cora",)``
-        every step on Cora; a name that is a step label counts as one) and write no report
+        every step on Cora; a name that is a step label counts as one; a step that measures
+        without runs, such as LPGNN's ``rq2``, runs only when named) and write no report
         (several processes may share the store); ``methods`` / ``skip_methods``: run only these
         methods' runs / all but these; ``epsilons`` / ``seeds``: only the runs at these
         epsilons / seeds; ``params``: ``(key, value)`` pairs, only the runs whose parameters
@@ -205,9 +206,8 @@ class Reproduction:
         fn = functools.partial(execute_run, data_dir=data_dir, device=device)
         for step in self.steps(quick):
             t0 = time.perf_counter()
-            if step.measure:
-                if only:
-                    continue
+            if step.measure and (not only or step.label in only_steps):
+                # a computation without runs: every time, or when --only names its step
                 getattr(self.hooks, step.measure)(self, out_dir, quick, data_dir)
                 recomputed.append(step.label)
             for grid in step.grids:
