@@ -88,9 +88,10 @@ def gather_mm(a: torch.Tensor, x: torch.Tensor, *, chunk: int = GATHER_CHUNK) ->
     out = x.new_zeros(a.size(0), x.size(1))
     step = max(1, chunk // max(1, x.size(1)))
     for start in range(0, col.numel(), step):
-        pos = torch.arange(start, min(start + step, col.numel()), device=col.device)
-        rows = torch.searchsorted(crow, pos, right=True) - 1
-        out.index_add_(0, rows, x.index_select(0, col[pos]) * val[pos].unsqueeze(1))
+        stop = min(start + step, col.numel())
+        pos = torch.arange(start, stop, device=col.device)
+        rows = torch.searchsorted(crow, pos, right=True) - 1  # the row of each entry
+        out.index_add_(0, rows, x.index_select(0, col[start:stop]) * val[start:stop, None])
     return out
 
 
