@@ -1,9 +1,18 @@
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
 
 from dpgl.errors import GraphError
-from dpgl.graph.propagation import gcn_normalized_scipy, mean_normalized_scipy
+from dpgl.graph import propagation
+from dpgl.graph.propagation import (
+    SparseOperator,
+    gather_mm,
+    gcn_normalized_scipy,
+    mean_normalized_scipy,
+    to_scipy,
+    to_torch_csr,
+)
 
 
 def _random_graph(n: int = 12, p: float = 0.3, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,13 +80,9 @@ def test_weight_length_mismatch() -> None:
 
 
 def _csr_and_dense(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    from dpgl.graph.propagation import to_torch_csr
-
     rng = np.random.default_rng(seed)
     dense = (rng.random((30, 25)) < 0.2) * rng.random((30, 25))
     dense[[0, 7, 29]] = 0.0  # empty rows, also the first and the last
-    import scipy.sparse as sp
-
     return to_torch_csr(sp.csr_matrix(dense.astype(np.float32))), torch.from_numpy(
         rng.standard_normal((25, 6)).astype(np.float32))
 
@@ -86,8 +91,6 @@ def _csr_and_dense(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 def test_gather_mm_is_the_sparse_product_in_any_chunking(chunk: int) -> None:
     """docs/gpu.md: the GPU's deterministic product; every chunking gives the same floats
     (the entries are added in storage order), and they equal the CSR product's up to rounding."""
-    from dpgl.graph.propagation import gather_mm
-
     a, x = _csr_and_dense()
     got = gather_mm(a, x, chunk=chunk)
     assert torch.equal(got, gather_mm(a, x))
@@ -98,8 +101,6 @@ def test_gather_mm_is_the_sparse_product_in_any_chunking(chunk: int) -> None:
 def test_the_cpu_keeps_the_sparse_product_under_deterministic_mode() -> None:
     """The gather path is for GPUs only: on the CPU the operator's product stays torch's CSR
     product bit for bit (so CPU numbers do not move), also under deterministic mode."""
-    from dpgl.graph.propagation import SparseOperator, gather_mm, to_scipy
-
     a, x = _csr_and_dense(seed=4)
     assert not torch.equal(gather_mm(a, x), torch.sparse.mm(a, x))  # the paths differ here
     ei, w = _random_graph(n=25, seed=5)
@@ -116,9 +117,6 @@ def test_the_operator_on_the_gather_path_has_the_same_values_and_gradients(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Forward and backward of ``SparseOperator @ x`` through :func:`gather_mm` (the GPU's
     path, forced here on the CPU) agree with the CSR product's."""
-    from dpgl.graph import propagation
-    from dpgl.graph.propagation import SparseOperator
-
     ei, w = _random_graph(n=25, seed=6)
     op = SparseOperator(gcn_normalized_scipy(ei, 25, w))
     x0 = torch.randn(25, 4, generator=torch.Generator().manual_seed(0))
