@@ -21,7 +21,16 @@ Measured on the 2-core CPU machine (both cores busy with two training processes;
 best of 3, ``--nnz 1e5,1e6``): n = 22,470, width 16: nnz 10^5: csr 0.0033, gather 0.0150;
 nnz 10^6: csr 0.0071, gather 0.218 (which is why the CPU keeps ``csr``); both paths gave the
 same floats twice, and they differ from each other by at most 3e-5 (float32 sums in another
-order). Not yet run on a GPU: run it on the next lent one, next to ``pytest -m gpu``.
+order).
+
+On a lent H200 (stop 33, torch 2.11.0+cu130, alone on the machine, ``--nnz 1e6,1.2e7``) an
+earlier version of this script, which forced the gather path *without* the trainers'
+deterministic mode, measured: csr 0.0006 / 0.0014 s, gather 0.0018 / 0.0195 s, and neither
+path gave the same floats twice (csr and gather differ by up to 3e-5 / 5e-4). That gather time
+is the atomic ``index_add_``'s, and its "same False" shows why the mode matters; the script
+now runs both paths in :func:`dpgl.device.seeded`, as the trainers do, and the GPU numbers
+under that mode are still to be measured. What the mode gives end to end was measured the same
+day: ``pytest -m gpu`` (mini-batch GCN and GAT bit-identical twice) passed (docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -61,9 +70,11 @@ def _case(n: int, nnz: int, width: int, device: str, repeats: int, seed: int) ->
     import scipy.sparse as sp
     import torch
 
+    from dpgl.device import resolve_device, seeded
     from dpgl.graph import propagation
     from dpgl.graph.propagation import SparseOperator
 
+    device = str(resolve_device(device))  # on CUDA: cuBLAS' fixed workspace, as the trainers
     rng = np.random.default_rng(seed)
     mat = sp.csr_matrix((rng.random(nnz, dtype=np.float32),
                          (rng.integers(0, n, nnz), rng.integers(0, n, nnz))), shape=(n, n))
@@ -76,18 +87,21 @@ def _case(n: int, nnz: int, width: int, device: str, repeats: int, seed: int) ->
     real = propagation._gather_on
     for path, on in (("csr", False), ("gather", True)):
         propagation._gather_on = lambda x, on=on: on  # type: ignore[assignment]
+        # the trainers' mode (dpgl.device.seeded): on a GPU, torch's deterministic algorithms,
+        # without which index_add_ sums with atomics and the gather path is not deterministic
         try:
-            results, best = [], float("inf")
-            for i in range(repeats + 1):
-                x = x0.clone().requires_grad_(True)
-                sync()
-                t = time.perf_counter()
-                y = op @ x
-                (y * weight).sum().backward()
-                sync()
-                if i:  # the first call warms up
-                    best = min(best, time.perf_counter() - t)
-                results.append((y.detach().cpu(), x.grad.detach().cpu()))
+            with seeded(seed, device):
+                results, best = [], float("inf")
+                for i in range(repeats + 1):
+                    x = x0.clone().requires_grad_(True)
+                    sync()
+                    t = time.perf_counter()
+                    y = op @ x
+                    (y * weight).sum().backward()
+                    sync()
+                    if i:  # the first call warms up
+                        best = min(best, time.perf_counter() - t)
+                    results.append((y.detach().cpu(), x.grad.detach().cpu()))
         finally:
             propagation._gather_on = real  # type: ignore[assignment]
         row[f"{path}_seconds"] = best
