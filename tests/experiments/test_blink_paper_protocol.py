@@ -23,6 +23,7 @@ from dpgl.experiments.reproductions.blink import hparams, missing_md, paper_comp
 BLINK = reproductions.get("blink")
 CSV = Path(hparams.__file__).with_name("authors_hparams.csv")
 PAPER = Path(hparams.__file__).with_name("paper_full.csv")
+ROOT = Path(__file__).resolve().parents[2]
 BLOCKS = [f"{d}-{m}" for d in ("cora", "citeseer", "facebook") for m in ("gcn", "sage", "gat")]
 
 
@@ -316,8 +317,9 @@ def test_param_filter_runs_only_that_configuration(tmp_path: Path, monkeypatch) 
     calls = _recorded_runs(monkeypatch)
     pp.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora",),
            seeds=(3,), epsilons=(1.0,), params=(("covariates", "none"),))
-    assert [(c.method, c.params["graph"], c.params["edge_scale"]) for c in calls] == [
-        ("blink-pp", "hybrid", "val")]
+    assert [(c.method, c.params["graph"], c.params["edge_scale"], c.params.get("public_graph"))
+            for c in calls] == [("blink-pp", "hybrid", "val", None),
+                                ("blink-pp", "hybrid", "val", 10), ("blink-pp", "hybrid", 0, 10)]
     calls.clear()
     pp.run(tmp_path / "a", quick=False, data_dir=None, console=None, only=("cora",),
            seeds=(3,), epsilons=(1.0,), params=(("knn", 40),))
@@ -335,15 +337,19 @@ def test_param_filter_runs_only_that_configuration(tmp_path: Path, monkeypatch) 
 @pytest.mark.parametrize("name", sorted(p.name for p in BLINK.dir.glob("gapcheck-*.yaml")))
 def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
     """A gap note's seed check runs exactly the full grid's configuration of that point (its
-    seeds 0-2 have the full protocol's run keys), with more seeds."""
+    seeds 0-2 have the full protocol's run keys), with more seeds (10, or 30 where the note
+    needed a sharper test), every one in gap_checks.csv."""
     from dpgl.experiments.grid import load_grid
     from dpgl.experiments.reproductions._spec import is_private
 
     check = load_grid(BLINK.dir / name).expand(is_private)
     full = {c.key() for c in BLINK.configs(False)}
-    assert len(check) == 10
+    assert len(check) in (10, 30) and sorted(c.seed for c in check) == list(range(len(check)))
     assert {c.key() for c in check if c.seed < 3} <= full
     assert not {c.key() for c in check if c.seed >= 3} & full
+    stored = pd.read_csv(ROOT / "results" / "blink" / "gap_checks.csv")
+    assert sorted(stored[stored["check"] == name.removesuffix(".yaml")]["seed"]) \
+        == list(range(len(check)))
 
 
 def test_generator_table_puts_dpgls_ldpgen_beside_the_authors_and_the_paper() -> None:
