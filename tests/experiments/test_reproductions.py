@@ -28,7 +28,7 @@ NAMES = ["blink", "blink-pp", "dpar", "dprr", "lpgnn", "solitude"]
 #: bn_check 6; Solitude: CiteSeer with GraphSAGE in Table 3 27, xeps 16 of which 4 are Table 3
 #: runs, yeps 8). lpgnn 353 -> 425: the authors' epoch selection (rule_labels 48,
 #: rule_checks 24), the earlier 353 keys unchanged (test below).
-QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (840, "ca42c915c6d95bba"),
+QUICK_KEYS = {"blink": (147, "fe6e07d746739bcf"), "blink-pp": (1000, "13d9b324f4c5a249"),
               "dpar": (186, "d4da3997a893e310"),
               "dprr": (232, "db1f004a4bd4b757"), "lpgnn": (425, "edd94935024b1c0a"),
               "solitude": (154, "db491ea505f6da0b")}
@@ -83,6 +83,18 @@ def test_blink_pp_edge_scale_runs_keep_the_earlier_runs() -> None:
     earlier = sorted({c.key() for c in repro.configs(True) if "edge_scale" not in c.params})
     digest = hashlib.sha256("\n".join(earlier).encode()).hexdigest()[:16]
     assert (len(earlier), digest) == (600, "016c059cf2aa798d")
+
+
+def test_blink_pp_public_graph_runs_keep_the_earlier_runs() -> None:
+    """blink-pp 840 -> 1000: the public-graph candidate and its ablation (Cora and CiteSeer,
+    grids of their own) were added; the earlier 840 runs keep their keys."""
+    repro = reproductions.get("blink-pp")
+    configs = repro.configs(True)
+    earlier = sorted({c.key() for c in configs if "public_graph" not in c.params})
+    digest = hashlib.sha256("\n".join(earlier).encode()).hexdigest()[:16]
+    assert (len(earlier), digest) == (840, "ca42c915c6d95bba")
+    added = [c for c in configs if "public_graph" in c.params]
+    assert len(added) == 160 and {c.dataset for c in added} == {"cora", "citeseer"}
 
 
 def test_lpgnn_rule_steps_keep_the_earlier_runs() -> None:

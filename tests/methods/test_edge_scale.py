@@ -1,5 +1,5 @@
 """Neighbour-weight shrinkage (``edge_scale``) of an estimated graph: the scaled graph, the
-selection on validation accuracy, and blink-pp's covariate choice."""
+selection on validation accuracy, blink-pp's covariate choice and its public kNN graph."""
 
 import functools
 
@@ -10,7 +10,7 @@ import torch
 from dpgl.errors import ConfigError
 from dpgl.experiments.config import RunConfig
 from dpgl.experiments.execute import execute_run, validate_config
-from dpgl.methods.edge_scale import EDGE_SCALES, scaled_graph
+from dpgl.methods.edge_scale import EDGE_SCALES, PUBLIC_SCALES, combined_graph, scaled_graph
 from dpgl.nn import PreparedGraph
 
 FAST = {"epochs": 15, "patience": 10}
@@ -87,3 +87,60 @@ def test_blink_pp_covariates_enter_the_prior_only_when_chosen(
     info = _run("blink-pp", covariates=covariates).info
     assert (info["estimator_theta_knn"] != 0.0) == knn_theta
     assert (info["estimator_theta_group"] != 0.0) == group_theta
+
+
+def test_combined_graph_sums_the_scaled_weights_of_shared_pairs() -> None:
+    est = PreparedGraph(torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), 4,
+                        torch.tensor([1.0, 1.0, 0.5, 0.5]))
+    pub = PreparedGraph(torch.tensor([[0, 1, 2, 3], [1, 0, 3, 2]]), 4)
+    g = combined_graph(est, 0.5, pub, 0.1)
+    w = {(int(a), int(b)): float(c) for a, b, c in zip(*g.edge_index, g.edge_weight, strict=True)}
+    assert w == pytest.approx({(0, 1): 0.6, (1, 0): 0.6, (1, 2): 0.25, (2, 1): 0.25,
+                               (2, 3): 0.1, (3, 2): 0.1})
+    only_public = combined_graph(est, 0.0, pub, 0.25)
+    assert torch.equal(only_public.edge_index, torch.tensor([[0, 1, 2, 3], [1, 0, 3, 2]]))
+    assert torch.allclose(only_public.edge_weight, torch.full((4,), 0.25))
+    assert combined_graph(est, 0.0, pub, 0.0).num_edges == 0
+    assert torch.equal(est.edge_weight, torch.tensor([1.0, 1.0, 0.5, 0.5]))  # inputs untouched
+
+
+def test_blink_pp_public_graph_selection_and_its_privacy() -> None:
+    """``public_graph`` adds the feature kNN graph: every (edge scale, public scale) pair is
+    trained with one seed and the best on validation kept, and the kept pair given as
+    numbers is the same model. The privacy report does not move: the kNN graph is a
+    function of the public features alone, and the reports are the same draw."""
+    res = _run("blink-pp", covariates="none", edge_scale="val", public_graph=5,
+               public_scale="val")
+    val = res.diagnostics["scale_val_accuracy"]
+    assert list(val) == [f"{s:g},{t:g}" for s in EDGE_SCALES for t in PUBLIC_SCALES]
+    s, t = res.info["edge_scale"], res.info["public_scale"]
+    assert val[f"{s:g},{t:g}"] == max(val.values())
+    first = next(k for k, v in val.items() if v == max(val.values()))
+    assert first == f"{s:g},{t:g}"  # ties: the first in order
+    fixed = _run("blink-pp", covariates="none", edge_scale=s, public_graph=5, public_scale=t)
+    assert fixed.metrics == res.metrics
+    base = _run("blink-pp", covariates="none")
+    assert res.privacy == base.privacy
+    assert res.info["estimated_edges"] == base.info["estimated_edges"]  # the same reports
+    assert res.info["public_edges"] > 0 and "public_edges" not in base.info
+    # with the estimate at weight 0 the reports no longer reach the model: two budgets, one
+    # model (the public graph alone)
+    alone = [execute_run(RunConfig(dataset="csbm", method="blink-pp", epsilon=e, seed=0,
+                                   params={**FAST, "covariates": "none", "edge_scale": 0,
+                                           "public_graph": 5, "public_scale": 0.25}))
+             for e in (1.0, 8.0)]
+    assert alone[0].metrics == alone[1].metrics
+    # and a positive public weight changes the model
+    assert _run("blink-pp", covariates="none", edge_scale=0, public_graph=5,
+                public_scale=0.0).metrics != alone[0].metrics
+
+
+@pytest.mark.parametrize("params, model, msg", [
+    ({"public_graph": 0}, "gcn", "greater than or equal to 1"),
+    ({"public_graph": 5, "public_scale": 2}, "gcn", r"must be a number in \[0, 1\] or val"),
+    ({"public_graph": 5}, "sage", "public_graph weighs a public kNN graph"),
+])
+def test_bad_public_graph(params: dict, model: str, msg: str) -> None:
+    with pytest.raises(ConfigError, match=msg):
+        validate_config(RunConfig(dataset="csbm", method="blink-pp", model=model,
+                                  epsilon=1.0, params=params))

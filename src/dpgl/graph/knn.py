@@ -3,14 +3,21 @@ n x n matrix (row blocks of the similarity, top-k per row)."""
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+
 import numpy as np
 import torch
 
 from dpgl.errors import ConfigError, GraphError
 
-__all__ = ["knn_pairs"]
+__all__ = ["knn_edge_index", "knn_pairs"]
 
 _BLOCK_ENTRIES = 1 << 24
+
+#: knn_edge_index's results by (features, k): every run of a grid on one dataset reuses them
+_CACHE: OrderedDict[bytes, torch.Tensor] = OrderedDict()
+_CACHE_SIZE = 4
 
 
 def knn_pairs(x: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -41,3 +48,25 @@ def knn_pairs(x: torch.Tensor, k: int) -> tuple[np.ndarray, np.ndarray]:
     u, v = np.minimum(r, c), np.maximum(r, c)
     key = np.unique(u * n + v)
     return key // n, key % n
+
+
+def knn_edge_index(x: torch.Tensor, k: int) -> torch.Tensor:
+    """:func:`knn_pairs` as a [2, E] edge index with both directions of every pair, sorted by
+    (target, source); computed once per process for the same features and ``k``."""
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ConfigError(f"knn must be an integer >= 1, got {k!r}")
+    t = x.detach().cpu().contiguous()
+    h = hashlib.blake2b(f"{t.dtype}{tuple(t.shape)}|{int(k)}|".encode(), digest_size=20)
+    h.update(t.numpy().tobytes())
+    key = h.digest()
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    u, v = knn_pairs(x, k)
+    src, dst = np.concatenate([u, v]), np.concatenate([v, u])
+    order = np.lexsort((src, dst))
+    ei = torch.from_numpy(np.stack([src[order], dst[order]]))
+    _CACHE[key] = ei
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return ei

@@ -23,7 +23,7 @@ from pydantic import Field, field_validator, model_validator
 from dpgl.errors import ConfigError
 from dpgl.methods.base import Method, MethodOutput, RunContext, register
 from dpgl.methods.common import node_split
-from dpgl.methods.edge_scale import EDGE_SCALE_HELP, fit_scaled
+from dpgl.methods.edge_scale import EDGE_SCALE_HELP, PUBLIC_SCALE_HELP, fit_scaled
 from dpgl.methods.graph_ldp import (
     ALLOCATION_HELP,
     NON_PRIVATE_FRACTION_HELP,
@@ -128,6 +128,15 @@ class EdgeLDPMethod(Method):
             raise ConfigError(f"edge_scale={scale} weighs the estimated edges against the "
                               f"self-loops of a GCN; model {model!r} does not use edge "
                               "weights that way: use --model gcn or edge_scale=1")
+        if getattr(params, "public_graph", None) is not None and model != "gcn":
+            raise ConfigError(f"public_graph weighs a public kNN graph against the self-loops "
+                              f"of a GCN; model {model!r} does not use edge weights that way: "
+                              "use --model gcn or leave public_graph unset")
+
+    def public_graph(self, ctx: RunContext) -> Any:
+        """A graph from public data alone that the GCN reads beside the estimate
+        (:func:`dpgl.methods.edge_scale.fit_scaled`), or None (every method but blink-pp)."""
+        return None
 
     @abstractmethod
     def transform(self, ctx: RunContext, seed: Any, split: Any) -> EdgeLDPTransform:
@@ -161,7 +170,8 @@ class EdgeLDPMethod(Method):
         weight = getattr(estimated, "edge_weight", None)
         graph = PreparedGraph(estimated.edge_index, n, weight)
         out = fit_scaled(ctx, data.x, data.y, split, graph,
-                         getattr(ctx.params, "edge_scale", 1.0))
+                         getattr(ctx.params, "edge_scale", 1.0), public=self.public_graph(ctx),
+                         public_scale=getattr(ctx.params, "public_scale", 1.0))
         out.info["estimated_edges"] = graph.num_edges
         out.diagnostics["true_edges"] = int(data.edge_index.size(1))
         out.info.update({f"estimator_{k}": v for k, v in transform.last_info.items()
@@ -322,6 +332,15 @@ class PublicPriorParams(BlinkParams):
         "hybrid", description="hybrid: the top ||P||_1 posteriors as weights; hard: P > 1/2; "
         "soft: every posterior >= floor as a weight")
     floor: float = Field(1e-2, gt=0, lt=1, description="smallest posterior kept by graph=soft")
+    public_graph: int | None = Field(
+        None, ge=1, description="k of a public feature-kNN graph (cosine, undirected) that the "
+        "GCN reads beside the estimate, weighted by public_scale; null: none")
+    public_scale: float | Literal["val"] = Field(1.0, description=PUBLIC_SCALE_HELP)
+
+    @field_validator("public_scale", mode="before")
+    @classmethod
+    def _public_scale(cls, v: Any) -> Any:
+        return BlinkParams._edge_scale(v)
 
 
 @register
@@ -349,3 +368,15 @@ class BlinkPublicPrior(EdgeLDPMethod):
                                 groups=p.covariates in ("both", "group"))
         return PublicPriorTransform(ctx.epsilon, p.degree_share, variant=p.graph, seed=seed,
                                     covariates=cov, floor=p.floor)
+
+    def public_graph(self, ctx: RunContext) -> Any:
+        """The feature kNN graph (``public_graph`` = k), unweighted, both directions: a
+        function of the public features alone, no report enters it (docs/own-method.md)."""
+        from dpgl.graph.knn import knn_edge_index
+        from dpgl.nn import PreparedGraph
+        p = ctx.params
+        assert isinstance(p, PublicPriorParams)
+        if p.public_graph is None:
+            return None
+        return PreparedGraph(knn_edge_index(ctx.dataset.x, p.public_graph),
+                             int(ctx.dataset.num_nodes))

@@ -91,14 +91,23 @@ def chosen_config(params: str) -> str:
     prior = {"both": f"kNN {p.get('knn', 10)} + group", "knn": f"kNN {p.get('knn', 10)}",
              "group": "group", "none": "no covariate"}[cov]
     scale = p.get("edge_scale", 1)
-    return f"{p.get('graph', 'hybrid')}, {prior}, scale {'val' if scale == 'val' else scale}"
+    text = f"{p.get('graph', 'hybrid')}, {prior}, scale {'val' if scale == 'val' else scale}"
+    if p.get("public_graph") is not None:
+        text += f", public kNN-{p['public_graph']} graph, weight {p.get('public_scale', 1)}"
+    return text
 
 
 def scales_chosen(rows: list[dict[str, Any]]) -> str:
     """How often each edge scale was kept by ``edge_scale: val`` in these runs: ``0.05 x7,
-    0.1 x3`` (``-``: no run chose one)."""
+    0.1 x3`` (``-``: no run chose one), then the public graph's weights where runs had one."""
     kept = Counter(r["info"]["edge_scale"] for r in rows if "edge_scale" in r.get("info", {}))
-    return ", ".join(f"{s:g} x{n}" for s, n in sorted(kept.items(), reverse=True)) or "-"
+    text = ", ".join(f"{s:g} x{n}" for s, n in sorted(kept.items(), reverse=True)) or "-"
+    public = Counter(r["info"]["public_scale"] for r in rows
+                     if "public_scale" in r.get("info", {}))
+    if public:
+        text += "; public graph's weight " + ", ".join(
+            f"{s:g} x{n}" for s, n in sorted(public.items(), reverse=True))
+    return text
 
 
 def _split_ablation(ctx: Any) -> tuple[list[Any], list[Any]]:
@@ -152,14 +161,18 @@ def report(ctx: Any) -> dict[str, Any]:
                 m["scales"] = scales_chosen([by_key[k] for k in ours["key"]])
                 margins.append(m)
                 hyb = point[point["method"] == "blink-hybrid"]
-                scaled = abl[(abl["dataset"] == ds) & (abl["epsilon"] == e)
-                             & abl["seed"].isin(set(hyb["seed"]))] if not abl.empty else abl
-                if scaled.empty or hyb.empty:
+                here = abl[(abl["dataset"] == ds) & (abl["epsilon"] == e)
+                           & abl["seed"].isin(set(hyb["seed"]))] if not abl.empty else abl
+                if here.empty or hyb.empty:
                     continue
+                scaled = here[here["method"] == "blink-hybrid"]
+                public = here[here["method"] == OURS]
                 scaled_mean = 100 * scaled["test_accuracy"].mean()
                 ablation.append([ds, f"{e:g}", f"{100 * hyb['test_accuracy'].mean():.1f}",
                                  f"{scaled_mean:.1f}",
                                  scales_chosen([by_key[k] for k in scaled["key"]]),
+                                 f"{100 * public['test_accuracy'].mean():.1f} ({len(public)})"
+                                 if len(public) else "not run",
                                  f"{m['ours']:.1f}", len(scaled)])
                 ablation_gap[ds] = max(ablation_gap.get(ds, 0.0), abs(scaled_mean - m["ours"]))
     margin_md = md_table(
@@ -179,8 +192,8 @@ def report(ctx: Any) -> dict[str, Any]:
     ) if margins else ""
     ablation_md = md_table(
         ["dataset", "eps", "Blink-Hybrid", "Blink-Hybrid, edge scale on validation",
-         "edge scales kept", "blink-pp", "runs"], ablation,
-        ["---", "---:", "---:", "---:", "---", "---:", "---:"]) if ablation else ""
+         "edge scales kept", "public kNN graph alone (runs)", "blink-pp", "runs"], ablation,
+        ["---", "---:", "---:", "---:", "---", "---:", "---:", "---:"]) if ablation else ""
     completeness = ctx.completeness()
     return {"tables": tables, "margins": margins, "margin_table": margin_md,
             "ablation_table": ablation_md, "ablation_gap": ablation_gap,
