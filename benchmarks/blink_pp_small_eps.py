@@ -21,7 +21,7 @@ Measured on the 2-core CPU machine (seed 0; test accuracy %; docs/own-method.md)
 own-class shift 0.08 (CiteSeer, eps 1) and 0.36 (Facebook, eps 2), validation keeps lam = 0 at
 both; ``propagate``: Facebook at eps 2: 181,703 pairs, weighted precision 0.38, recall 0.11,
 validation keeps 0.05 (test 88.70 to 88.66); ``knn`` on Facebook: below the MLP's 88.7 at
-every weight (k = 5: 88.3 / 87.5 / 87.0 / 86.8 at 0.1 / 0.25 / 0.5 / 1); ``smooth`` on
+every weight (k = 5: 88.2 / 87.6 / 87.3 / 86.8 at 0.1 / 0.25 / 0.5 / 1); ``smooth`` on
 CiteSeer at eps 1 (``--covariates knn --edge-scale 0.25``): +0.5 / -0.2 / +0.2 for k = 5 / 10
 / 20. The trainers here are a plain two-layer GCN / MLP (hidden 16, dropout 0.5, Adam lr 0.01,
 weight decay 5e-4, 200 epochs, the epoch of best validation accuracy), the reproduction's
