@@ -139,6 +139,7 @@ def test_blink_pp_public_graph_selection_and_its_privacy() -> None:
     ({"public_graph": 0}, "gcn", "greater than or equal to 1"),
     ({"public_graph": 5, "public_scale": 2}, "gcn", r"must be a number in \[0, 1\] or val"),
     ({"public_graph": 5}, "sage", "public_graph weighs a public kNN graph"),
+    ({"public_scale": "val"}, "gcn", "but there is none: set public_graph"),
 ])
 def test_bad_public_graph(params: dict, model: str, msg: str) -> None:
     with pytest.raises(ConfigError, match=msg):

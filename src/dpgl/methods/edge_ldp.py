@@ -342,6 +342,13 @@ class PublicPriorParams(BlinkParams):
     def _public_scale(cls, v: Any) -> Any:
         return BlinkParams._edge_scale(v)
 
+    @model_validator(mode="after")
+    def _public_scale_needs_a_graph(self) -> PublicPriorParams:
+        if self.public_graph is None and self.public_scale != 1.0:
+            raise ValueError(f"public_scale={self.public_scale} weighs the public kNN graph, "
+                             "but there is none: set public_graph (its k) too")
+        return self
+
 
 @register
 class BlinkPublicPrior(EdgeLDPMethod):
