@@ -106,21 +106,29 @@ class _Setup:
     def acc(self, scores: Any, part: Any) -> float:
         return float((scores[part].argmax(1) == self.y[part]).mean() * 100)
 
-    def sparse(self, m: Any) -> Any:
+    def gcn_operator(self, w: Any) -> Any:
+        """D^-1/2 (W + I) D^-1/2 of a symmetric scipy matrix W, as the trainers build it."""
         import numpy as np
         import torch
-        m = m.tocsr().astype(np.float32)
-        return torch.sparse_csr_tensor(torch.from_numpy(m.indptr.astype(np.int64)),
-                                       torch.from_numpy(m.indices.astype(np.int64)),
-                                       torch.from_numpy(m.data), size=m.shape)
 
-    def gcn_operator(self, w: Any) -> Any:
-        """D^-1/2 (W + I) D^-1/2 of a symmetric scipy matrix W."""
+        from dpgl.graph.propagation import gcn_normalized_scipy, to_torch_csr
+        c = w.tocoo()
+        ei = torch.from_numpy(np.stack([c.col, c.row]).astype(np.int64))
+        return to_torch_csr(gcn_normalized_scipy(ei, self.n, torch.from_numpy(c.data)))
+
+    def estimate_graph(self) -> Any:
+        """blink-pp's estimate as a symmetric weighted scipy matrix."""
+        est = self.estimate
+        w = est.edge_weight.numpy() if getattr(est, "edge_weight", None) is not None else None
+        return self.graph(est.edge_index[0].numpy(), est.edge_index[1].numpy(), w)
+
+    def with_train_labels(self, log_probs: Any) -> Any:
+        """Class probabilities, the training nodes' replaced by their one-hot labels."""
         import numpy as np
-        import scipy.sparse as sp
-        m = (w + sp.eye(self.n)).tocsr()
-        d = 1 / np.sqrt(np.asarray(m.sum(1)).ravel())
-        return self.sparse(sp.diags(d) @ m @ sp.diags(d))
+        q = np.exp(log_probs)
+        q[self.train] = 0
+        q[self.train, self.y[self.train]] = 1
+        return q
 
     def fit(self, operator: Any | None) -> tuple[float, Any]:
         """A two-layer GCN over ``operator`` (None: an MLP); the validation accuracy and the
@@ -128,8 +136,10 @@ class _Setup:
         import scipy.sparse as sp
         import torch
         import torch.nn.functional as F
+
+        from dpgl.graph.propagation import to_torch_csr
         torch.manual_seed(self.seed)
-        x = self.sparse(sp.csr_matrix(self.dataset.x.numpy()))
+        x = to_torch_csr(sp.csr_matrix(self.dataset.x.numpy()))
         l1 = torch.nn.Linear(x.shape[1], 16)
         l2 = torch.nn.Linear(16, self.classes)
         opt = torch.optim.Adam([*l1.parameters(), *l2.parameters()], lr=0.01, weight_decay=5e-4)
@@ -195,9 +205,7 @@ def _signal(setup: _Setup) -> None:
 
 def _propagate(setup: _Setup) -> None:
     import numpy as np
-    est = setup.estimate
-    w = est.edge_weight.numpy() if getattr(est, "edge_weight", None) is not None else None
-    g = setup.graph(est.edge_index[0].numpy(), est.edge_index[1].numpy(), w)
+    g = setup.estimate_graph()
     ei = setup.dataset.edge_index.numpy()
     true = setup.graph(ei[0], ei[1])
     hit = g.multiply(true > 0).sum()
@@ -205,12 +213,10 @@ def _propagate(setup: _Setup) -> None:
           f"weighted recall {hit / true.nnz:.2f}")
     val, mlp = setup.fit(None)
     print(f"MLP: validation {val:.2f}, test {setup.acc(mlp, setup.test):.2f}")
-    q = np.exp(mlp)
-    q[setup.train] = 0
-    q[setup.train, setup.y[setup.train]] = 1
     deg = np.asarray(g.sum(1)).ravel()
     deg[deg == 0] = 1
-    _choose(setup, mlp, (g @ q) / deg[:, None], "MLP + lam (propagated predictions)")
+    _choose(setup, mlp, (g @ setup.with_train_labels(mlp)) / deg[:, None],
+            "MLP + lam (propagated predictions)")
 
 
 def _knn(setup: _Setup, ks: list[int]) -> None:
@@ -233,15 +239,10 @@ def _smooth(setup: _Setup, ks: list[int], scale: float) -> None:
     import scipy.sparse as sp
 
     from dpgl.graph.knn import knn_pairs
-    est = setup.estimate
-    w = est.edge_weight.numpy() if getattr(est, "edge_weight", None) is not None else None
-    g = setup.graph(est.edge_index[0].numpy(), est.edge_index[1].numpy(), w)
-    val, out = setup.fit(setup.gcn_operator(scale * g))
+    val, out = setup.fit(setup.gcn_operator(scale * setup.estimate_graph()))
     print(f"GCN on blink-pp's hybrid graph at weight {scale:g}: validation {val:.2f}, "
           f"test {setup.acc(out, setup.test):.2f}")
-    start = np.exp(out)
-    start[setup.train] = 0
-    start[setup.train, setup.y[setup.train]] = 1
+    start = setup.with_train_labels(out)
     for k in ks:
         u, v = knn_pairs(setup.dataset.x, k)
         a = setup.graph(u, v)

@@ -82,6 +82,13 @@ class DPRRParams(NodeParams):
         return self
 
 
+def _unit_or_val(cls: type, v: Any) -> Any:
+    """A scale parameter (``edge_scale``, ``public_scale``): a number in [0, 1] or "val"."""
+    if v == "val" or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1):
+        return v
+    raise ValueError(f"must be a number in [0, 1] or val, got {v!r}")
+
+
 class BlinkParams(NodeParams):
     randomizer_params: ClassVar[frozenset[str]] = frozenset({"degree_share"})
 
@@ -89,13 +96,7 @@ class BlinkParams(NodeParams):
                                 "degree (Blink's delta: eps_d = degree_share eps)")
     edge_scale: float | Literal["val"] = Field(1.0, description=EDGE_SCALE_HELP)
 
-    @field_validator("edge_scale", mode="before")
-    @classmethod
-    def _edge_scale(cls, v: Any) -> Any:
-        if v == "val" or (isinstance(v, (int, float)) and not isinstance(v, bool)
-                          and 0 <= v <= 1):
-            return v
-        raise ValueError(f"must be a number in [0, 1] or val, got {v!r}")
+    _edge_scale = field_validator("edge_scale", mode="before")(_unit_or_val)
 
 
 class LDPGenParams(NodeParams):
@@ -337,10 +338,7 @@ class PublicPriorParams(BlinkParams):
         "GCN reads beside the estimate, weighted by public_scale; null: none")
     public_scale: float | Literal["val"] = Field(1.0, description=PUBLIC_SCALE_HELP)
 
-    @field_validator("public_scale", mode="before")
-    @classmethod
-    def _public_scale(cls, v: Any) -> Any:
-        return BlinkParams._edge_scale(v)
+    _public_scale = field_validator("public_scale", mode="before")(_unit_or_val)
 
     @model_validator(mode="after")
     def _public_scale_needs_a_graph(self) -> PublicPriorParams:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import torch
 
     from dpgl.methods.base import MethodOutput, RunContext
@@ -91,7 +93,7 @@ def fit_scaled(ctx: RunContext, x: torch.Tensor, y: torch.Tensor,
     With a ``public`` graph, every (scale, public scale) pair (each from its list when "val",
     public scales inner) trains on :func:`combined_graph`, one trainer seed for all, and the
     best on validation is kept (the first on ties)."""
-    from dpgl.methods.common import fit_node_model, train_node_model
+    from dpgl.methods.common import train_node_model
     if public is not None:
         return _fit_combined(ctx, x, y, split, graph, scale, public, public_scale)
     if scale != "val":
@@ -99,42 +101,46 @@ def fit_scaled(ctx: RunContext, x: torch.Tensor, y: torch.Tensor,
         if scale != 1.0:
             out.info["edge_scale"] = float(scale)
         return out
+    chosen, out, val = _best_on_validation(
+        ctx, x, y, split, ((s, scaled_graph(graph, s)) for s in EDGE_SCALES))
+    out.info["edge_scale"] = chosen
+    out.diagnostics["edge_scale_val_accuracy"] = {f"{s:g}": v for s, v in val}
+    return out
+
+
+def _best_on_validation(ctx: RunContext, x: torch.Tensor, y: torch.Tensor,
+                        split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                        candidates: Iterable[tuple[Any, PreparedGraph]]
+                        ) -> tuple[Any, MethodOutput, list[tuple[Any, float]]]:
+    """One model per (label, graph) of ``candidates`` (built lazily, one at a time), all with
+    the trainer seed :func:`~dpgl.methods.common.train_node_model` would draw; returns the
+    label and model of the highest validation accuracy (the first on ties) and every label's
+    validation accuracy, in order."""
+    from dpgl.methods.common import fit_node_model
     seed = int(ctx.rng.integers(2**31))  # what train_node_model draws: one seed for all
     best: Any = None
-    val: dict[str, float] = {}
-    for s in EDGE_SCALES:
-        out = fit_node_model(ctx.model, x, y, split, scaled_graph(graph, s), ctx.params,
-                             seed=seed, device=ctx.device)
-        val[f"{s:g}"] = float(out.metrics["val_accuracy"])
-        if best is None or val[f"{s:g}"] > best[1]:
-            best = (s, val[f"{s:g}"], out)
-    chosen, _, out = best
-    out.info["edge_scale"] = chosen
-    out.diagnostics["edge_scale_val_accuracy"] = val
-    return out
+    val: list[tuple[Any, float]] = []
+    for label, g in candidates:
+        out = fit_node_model(ctx.model, x, y, split, g, ctx.params, seed=seed,
+                             device=ctx.device)
+        val.append((label, acc := float(out.metrics["val_accuracy"])))
+        if best is None or acc > best[1]:
+            best = (label, acc, out)
+    return best[0], best[2], val
 
 
 def _fit_combined(ctx: RunContext, x: torch.Tensor, y: torch.Tensor,
                   split: tuple[torch.Tensor, torch.Tensor, torch.Tensor], graph: PreparedGraph,
                   scale: float | str, public: PreparedGraph,
                   public_scale: float | str) -> MethodOutput:
-    from dpgl.methods.common import fit_node_model
-    seed = int(ctx.rng.integers(2**31))  # what train_node_model draws: one seed for all
     scales = EDGE_SCALES if scale == "val" else (float(scale),)
     publics = PUBLIC_SCALES if public_scale == "val" else (float(public_scale),)
-    best: Any = None
-    val: dict[str, float] = {}
-    for s in scales:
-        for t in publics:
-            out = fit_node_model(ctx.model, x, y, split, combined_graph(graph, s, public, t),
-                                 ctx.params, seed=seed, device=ctx.device)
-            val[f"{s:g},{t:g}"] = acc = float(out.metrics["val_accuracy"])
-            if best is None or acc > best[2]:
-                best = (s, t, acc, out)
-    s, t, _, out = best
+    (s, t), out, val = _best_on_validation(
+        ctx, x, y, split, (((s, t), combined_graph(graph, s, public, t))
+                           for s in scales for t in publics))
     out.info["edge_scale"] = s
     out.info["public_scale"] = t
     out.info["public_edges"] = public.num_edges
     if len(val) > 1:
-        out.diagnostics["scale_val_accuracy"] = val
+        out.diagnostics["scale_val_accuracy"] = {f"{a:g},{b:g}": v for (a, b), v in val}
     return out
