@@ -352,6 +352,28 @@ def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
         == list(range(len(check)))
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in BLINK.dir.glob("initcheck-*.yaml")))
+def test_init_checks_change_only_the_weight_initialisation(name: str) -> None:
+    """A protocol check for D14 runs the full grid's configuration of its point with the
+    authors' Glorot weights (``weight_init: glorot``) and nothing else changed, on 30 seeds,
+    every one in gap_checks.csv (paired by seed with the point's gap check)."""
+    from dpgl.experiments.grid import load_grid
+    from dpgl.experiments.reproductions._spec import is_private
+
+    check = load_grid(BLINK.dir / name).expand(is_private)
+    full = {c.key(): c for c in BLINK.configs(False)}
+    assert sorted(c.seed for c in check) == list(range(30))
+    for c in check:
+        assert c.params["weight_init"] == "glorot"
+        if c.seed < 3:
+            base = c.model_dump()
+            base["params"] = {k: v for k, v in c.params.items() if k != "weight_init"}
+            assert type(c)(**base).key() in full
+    stored = pd.read_csv(ROOT / "results" / "blink" / "gap_checks.csv")
+    assert sorted(stored[stored["check"] == name.removesuffix(".yaml")]["seed"]) \
+        == list(range(30))
+
+
 def test_generator_table_puts_dpgls_ldpgen_beside_the_authors_and_the_paper() -> None:
     own = pd.DataFrame({"dataset": ["cora"], "model": ["gcn"], "epsilon": [1.0],
                         "test_accuracy_mean": [0.423]})

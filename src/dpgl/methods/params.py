@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from dpgl.errors import ConfigError, DpglDeprecationWarning
+from dpgl.nn.names import WEIGHT_INIT_HELP, WeightInit
 
 if TYPE_CHECKING:
     from dpgl.nn.gin import GIN
@@ -261,6 +262,7 @@ class NodeParams(Params):
     activation: Literal["relu", "selu", "elu", "tanh"] = Field(
         "relu", description="activation function between layers")
     batch_norm: bool = Field(False, description="batch normalization after each hidden layer")
+    weight_init: WeightInit = Field("torch", description=WEIGHT_INIT_HELP)
     lr: float = Field(0.01, gt=0, description="learning rate (Adam)")
     weight_decay: float = Field(5e-4, ge=0, description="L2 weight decay (Adam)")
     epochs: int = Field(200, ge=1, description="maximum number of training epochs")
@@ -314,7 +316,7 @@ class NodeParams(Params):
         from dpgl.nn.models import ModelConfig
         return ModelConfig(hidden=self.hidden, num_layers=self.num_layers, dropout=self.dropout,
                            input_dropout=self.input_dropout, activation=self.activation,
-                           batch_norm=self.batch_norm)
+                           batch_norm=self.batch_norm, weight_init=self.weight_init)
 
     def train_config(self) -> TrainConfig:
         """The (non-private) node trainer's configuration these parameters describe."""

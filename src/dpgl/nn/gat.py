@@ -14,14 +14,21 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.utils import softmax
 
+from dpgl.nn.init import finish_weight
 from dpgl.nn.layers import Features, linear
+from dpgl.nn.names import check_weight_init
 
 
 class WeightedGATConv(nn.Module):
-    """Weighted single-head GAT layer over an edge list (targets = ``edge_index[1]``)."""
+    """Weighted single-head GAT layer over an edge list (targets = ``edge_index[1]``); ``W``
+    drawn by ``weight_init`` (:mod:`dpgl.nn.init`), attention vectors Glorot, bias zero."""
 
-    def __init__(self, in_channels: int, out_channels: int, negative_slope: float = 0.2) -> None:
+    owns_init = True  # dpgl.nn.init.reset_parameters: the layer draws its Linear's weight
+
+    def __init__(self, in_channels: int, out_channels: int, negative_slope: float = 0.2,
+                 weight_init: str = "torch") -> None:
         super().__init__()
+        self.weight_init = check_weight_init(weight_init)
         self.lin = nn.Linear(in_channels, out_channels, bias=False)
         self.att_src = nn.Parameter(torch.empty(out_channels))
         self.att_dst = nn.Parameter(torch.empty(out_channels))
@@ -35,6 +42,7 @@ class WeightedGATConv(nn.Module):
         nn.init.uniform_(self.att_src, -bound, bound)
         nn.init.uniform_(self.att_dst, -bound, bound)
         nn.init.zeros_(self.bias)
+        finish_weight(self.lin, self.weight_init)
 
     def forward(
         self, x: Features, edge_index: torch.Tensor, edge_weight: torch.Tensor | None = None

@@ -11,6 +11,8 @@ import torch
 from torch import nn
 
 from dpgl.graph.propagation import SparseOperator
+from dpgl.nn.init import finish_weight
+from dpgl.nn.names import check_weight_init
 
 Features = torch.Tensor | SparseOperator
 
@@ -36,16 +38,21 @@ def sparse_features(x: torch.Tensor, *, max_density: float = 0.05, min_dim: int 
 
 
 class GCNLayer(nn.Module):
-    """``A_hat (X W) + b`` with a pre-normalized ``A_hat`` (Kipf & Welling 2017, Eq. 2)."""
+    """``A_hat (X W) + b`` with a pre-normalized ``A_hat`` (Kipf & Welling 2017, Eq. 2); ``W``
+    drawn by ``weight_init`` (:mod:`dpgl.nn.init`), ``b`` zero."""
 
-    def __init__(self, in_channels: int, out_channels: int) -> None:
+    owns_init = True  # dpgl.nn.init.reset_parameters: the layer draws its Linear's weight
+
+    def __init__(self, in_channels: int, out_channels: int, weight_init: str = "torch") -> None:
         super().__init__()
+        self.weight_init = check_weight_init(weight_init)
         self.lin = nn.Linear(in_channels, out_channels, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_channels))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         nn.init.xavier_uniform_(self.lin.weight)
+        finish_weight(self.lin, self.weight_init)
         nn.init.zeros_(self.bias)
 
     def forward(self, x: Features, adj: SparseOperator) -> torch.Tensor:

@@ -18,7 +18,7 @@ from torch import nn
 from dpgl.errors import ConfigError, unknown_name
 from dpgl.nn.gat import WeightedGATConv
 from dpgl.nn.layers import Features, GCNLayer, SAGELayer, linear
-from dpgl.nn.names import canonical_model_name
+from dpgl.nn.names import canonical_model_name, check_weight_init
 from dpgl.nn.prepared import PreparedGraph
 
 ACTIVATIONS = {"relu": F.relu, "selu": F.selu, "elu": F.elu, "tanh": torch.tanh}
@@ -35,10 +35,13 @@ class ModelConfig:
     input_dropout: float = 0.0
     activation: str = "relu"
     batch_norm: bool = False
+    #: GCN and GAT weight matrices: "torch" or "glorot" (:mod:`dpgl.nn.init`)
+    weight_init: str = "torch"
 
     def __post_init__(self) -> None:
         if self.hidden < 1 or self.num_layers < 1:
             raise ConfigError("hidden and num_layers must be >= 1")
+        check_weight_init(self.weight_init)
         for name in ("dropout", "input_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}")
@@ -67,11 +70,11 @@ class NodeModel(nn.Module):
             return nn.Linear(a, b)
         if self.kind == "gcn":
             # Normalization is precomputed in PreparedGraph.gcn_adj (CSR, self-loops added).
-            return GCNLayer(a, b)
+            return GCNLayer(a, b, weight_init=self.config.weight_init)
         if self.kind == "sage":
             # The row-normalized (mean) CSR matrix gives the weighted mean aggregation.
             return SAGELayer(a, b)
-        return WeightedGATConv(a, b)
+        return WeightedGATConv(a, b, weight_init=self.config.weight_init)
 
     def forward(self, x: Features, graph: PreparedGraph | None) -> torch.Tensor:
         """Logits for all nodes. ``x`` may be a sparse feature operator

@@ -1,7 +1,9 @@
-"""The node models' names (kept apart from the models, so that checking a name imports no
-torch)."""
+"""The node models' names and their weight initialisations' (kept apart from the models, so
+that checking a name imports no torch)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from dpgl.errors import unknown_name
 
@@ -17,4 +19,20 @@ def canonical_model_name(name: str) -> str:
     return key
 
 
-__all__ = ["MODEL_NAMES", "canonical_model_name"]
+#: where GCN and GAT layers draw their weight matrices (:mod:`dpgl.nn.init`)
+WeightInit = Literal["torch", "glorot"]
+WEIGHT_INITS: tuple[str, ...] = ("torch", "glorot")
+WEIGHT_INIT_HELP = ("GCN and GAT weight matrices: torch (nn.Linear's default U(+-1/sqrt(fan_in)); "
+                    "every run stored before this option) or glorot (PyG's GCNConv and GATConv, "
+                    "the Blink and LPGNN authors' layers); GraphSAGE and MLP: torch's default")
+
+
+def check_weight_init(name: str) -> str:
+    """``name`` if it is a known ``weight_init``; a one-line error otherwise."""
+    if name not in WEIGHT_INITS:
+        raise unknown_name("weight_init", name, list(WEIGHT_INITS))
+    return name
+
+
+__all__ = ["MODEL_NAMES", "WEIGHT_INITS", "WEIGHT_INIT_HELP", "WeightInit", "canonical_model_name",
+           "check_weight_init"]

@@ -19,6 +19,7 @@ from torch_geometric.loader import DataLoader
 from dpgl import progress
 from dpgl.device import module_device, seeded, target_device
 from dpgl.errors import ConfigError
+from dpgl.nn.init import reset_parameters
 from dpgl.train.metrics import accuracy, roc_auc
 from dpgl.train.node import TrainResult
 
@@ -88,9 +89,7 @@ def train_graph_classifier(
     home = module_device(model)
     start = time.perf_counter()
     with seeded(seed, dev), progress.step("training", total=config.epochs) as bar:
-        for module in model.modules():
-            if module is not model and hasattr(module, "reset_parameters"):
-                module.reset_parameters()
+        reset_parameters(model)
         model.to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         sched = (torch.optim.lr_scheduler.StepLR(opt, config.lr_step, config.lr_gamma)

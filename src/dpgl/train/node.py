@@ -22,6 +22,7 @@ from torch import nn
 from dpgl import progress
 from dpgl.device import module_device, seeded, target_device
 from dpgl.errors import ConfigError
+from dpgl.nn.init import reset_parameters
 from dpgl.train.metrics import accuracy, f1_scores
 
 
@@ -288,9 +289,7 @@ def train_with_selection(
     start = time.perf_counter()
     with seeded(seed, dev), progress.step("training", total=config.epochs) as bar, \
             _training_outputs(model, capped) as train_logits:
-        for module in model.modules():
-            if module is not model and hasattr(module, "reset_parameters"):
-                module.reset_parameters()
+        reset_parameters(model)
         model.to(dev)
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         best: tuple[float, float] = (-1.0, float("inf"))
