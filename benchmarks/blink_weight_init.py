@@ -10,12 +10,18 @@ difference and the paper's number.
     DPGL_DATA_DIR=... python benchmarks/blink_weight_init.py --seeds 0:10 \\
         citeseer-gcn-symrr-5 citeseer-gat-symrr-6
 
-A point is ``DATASET-MODEL-METHOD-EPS``.
+A point is ``DATASET-MODEL-METHOD-EPS``. With ``--block DATASET-MODEL --store FILE`` it
+instead runs every configuration of that block of the full grid (its seeds 0-2) with
+``weight_init: glorot`` into ``FILE`` (resumable) and prints, beside the stored grid's
+torch-initialised points, how many points agree with the paper under each (within 2 points
+or one std, the larger of ours and the paper's: results/blink's rule). ``--skip METHOD``
+leaves a method out (Solitude's GNN is PyG's ``GCNConv`` already, untouched by the option).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -23,11 +29,21 @@ from pathlib import Path
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("points", nargs="+", help="DATASET-MODEL-METHOD-EPS, e.g. citeseer-gat-symrr-3")
+    ap.add_argument("points", nargs="*", help="DATASET-MODEL-METHOD-EPS, e.g. citeseer-gat-symrr-3")
+    ap.add_argument("--block", default=None, help="DATASET-MODEL: a whole block, seeds 0-2")
+    ap.add_argument("--store", default=None, help="run store of --block's glorot runs")
+    ap.add_argument("--skip", action="append", default=[], help="method left out of --block")
     ap.add_argument("--seeds", default="0:10", help="first:last (exclusive)")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
     first, last = (int(v) for v in args.seeds.split(":"))
+    if args.block:
+        if not args.store:
+            sys.exit("--block needs --store")
+        block(args.block, args.store, args.skip, args.data_dir)
+        return
+    if not args.points:
+        sys.exit("name points, or --block")
     wanted = []
     for text in args.points:
         parts = text.split("-")
@@ -73,6 +89,66 @@ def main() -> None:
               f"glorot {statistics.mean(acc['glorot']):.1f}, paired difference "
               f"{statistics.mean(diff):+.1f} +- {sd:.1f} ({len(diff)} seeds); paper {ref_text}",
               flush=True)
+
+
+def block(name: str, store_path: str, skip: list[str], data_dir: str | None) -> None:
+    """Every configuration of block ``name`` with Glorot weights; agreement counts."""
+    import pandas as pd
+
+    from dpgl.experiments import reproductions
+    from dpgl.experiments.config import RunConfig
+    from dpgl.experiments.execute import execute_run
+    from dpgl.experiments.reproductions.blink import __file__ as blink_dir
+    from dpgl.experiments.reproductions.blink import paper_compare as pc
+    from dpgl.experiments.runner import run_grid
+    from dpgl.experiments.store import RunStore
+
+    dataset, model = name.split("-")
+    blink = reproductions.get("blink")
+    base = [c for c in blink.configs(False) if (c.dataset, c.model) == (dataset, model)
+            and c.method not in skip]
+    if not base:
+        sys.exit(f"no block {name}")
+    glorot = [RunConfig(**{**c.model_dump(), "params": {**c.params, "weight_init": "glorot"}})
+              for c in base]
+    with RunStore(store_path) as store:
+        run_grid(glorot, store, lambda c: execute_run(c, data_dir=data_dir),
+                 grid_name=f"weight-init-{name}")
+        new = pd.DataFrame([{"dataset": r["dataset"], "model": r["model"],
+                             "method": r["method"], "epsilon": r["epsilon"],
+                             "acc": r["metrics"]["test_accuracy"]}
+                            for r in store.rows(keys=[c.key() for c in glorot])])
+    old_rows = []
+    keys = {c.key() for c in base}
+    root = Path(__file__).resolve().parents[1] / "results" / "blink" / "runs.jsonl"
+    for line in root.open(encoding="utf-8"):
+        r = json.loads(line)
+        if r["key"] in keys:
+            old_rows.append({"dataset": r["dataset"], "model": r["model"],
+                             "method": r["method"], "epsilon": r["epsilon"],
+                             "acc": r["metrics"]["test_accuracy"]})
+    paper = pc.read_paper(Path(blink_dir).parent / "paper_full.csv")
+    planned = pc.planned_points(base)
+    tables = {}
+    for label, frame in (("torch", pd.DataFrame(old_rows)), ("glorot", new)):
+        frame = frame.astype({"epsilon": float})
+        summary = (frame.groupby(["dataset", "model", "method", "epsilon"], dropna=False)["acc"]
+                   .agg(test_accuracy_mean="mean", test_accuracy_std="std", n_seeds="count")
+                   .reset_index())
+        tables[label] = pc.compare(planned, summary, paper)
+    both = tables["torch"][["method", "epsilon", "ours", "paper", "agree"]].merge(
+        tables["glorot"][["method", "epsilon", "ours", "agree"]],
+        on=["method", "epsilon"], suffixes=("_torch", "_glorot"), how="outer")
+    measured = both["paper"].notna() & both["ours_glorot"].notna()
+    for label in ("torch", "glorot"):
+        agree = both.loc[measured, f"agree_{label}"].astype(bool)
+        gap = (both.loc[measured, f"ours_{label}"] - both.loc[measured, "paper"]).abs()
+        print(f"{name} {label}: {int(agree.sum())} of {int(measured.sum())} points agree "
+              f"(mean |gap| {float(gap.mean()):.2f})")
+    changed = both[measured & (both["agree_torch"] != both["agree_glorot"])]
+    for r in changed.itertuples():
+        print(f"  {r.method} eps={r.epsilon:g}: torch {r.ours_torch:.1f}, glorot "
+              f"{r.ours_glorot:.1f}, paper {r.paper:.1f}")
 
 
 if __name__ == "__main__":
