@@ -73,10 +73,9 @@ def main() -> None:
         acc: dict[str, list[float]] = {"torch": [], "glorot": []}
         for seed in range(first, last):
             for init in acc:
-                cfg = RunConfig(**{**base, "seed": seed,
-                                   "params": {**base["params"], "weight_init": init}})
-                if init == "torch":  # the stored grid's configuration, key unchanged
-                    cfg = RunConfig(**{**base, "seed": seed})
+                # torch: the stored grid's configuration itself (its key unchanged)
+                extra = {"weight_init": init} if init == "glorot" else {}
+                cfg = RunConfig(**{**base, "seed": seed, "params": {**base["params"], **extra}})
                 out = execute_run(cfg, data_dir=args.data_dir)
                 acc[init].append(100 * out.metrics["test_accuracy"])
             print(f"{'-'.join(map(str, point))} seed {seed}: torch {acc['torch'][-1]:.2f}, "
