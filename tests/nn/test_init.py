@@ -33,31 +33,22 @@ def _walked(kind: str, weight_init: str, seed: int) -> nn.Module:
 
 
 @pytest.mark.parametrize("seed", [0, 7])
-def test_glorot_gcn_is_pygs_gcnconv_after_the_trainers_walk(seed: int) -> None:
-    model = _walked("gcn", "glorot", seed)
-    pyg = [GCNConv(a, b) for a, b in itertools.pairwise(DIMS)]
+@pytest.mark.parametrize(("kind", "pyg_layer"), [("gcn", GCNConv), ("gat", GATConv)])
+def test_glorot_is_pygs_layer_after_the_trainers_walk(kind: str, pyg_layer: type,
+                                                       seed: int) -> None:
+    model = _walked(kind, "glorot", seed)
+    pyg = [pyg_layer(a, b) for a, b in itertools.pairwise(DIMS)]
     torch.manual_seed(seed)
     for conv in pyg:
         conv.reset_parameters()
     for ours, theirs in zip(model.layers, pyg, strict=True):
         torch.testing.assert_close(ours.lin.weight, theirs.lin.weight, rtol=1e-6, atol=0)
+        for name in ("att_src", "att_dst") if kind == "gat" else ():
+            torch.testing.assert_close(getattr(ours, name), getattr(theirs, name).view(-1),
+                                       rtol=1e-6, atol=0)
         assert torch.equal(ours.bias, theirs.bias)
     # Glorot's bound on the first layer is 2.4x nn.Linear's 1 / sqrt(fan_in)
     assert float(model.layers[0].lin.weight.detach().abs().max()) > 2 / DIMS[0] ** 0.5
-
-
-@pytest.mark.parametrize("seed", [0, 7])
-def test_glorot_gat_is_pygs_gatconv_after_the_trainers_walk(seed: int) -> None:
-    model = _walked("gat", "glorot", seed)
-    pyg = [GATConv(a, b) for a, b in itertools.pairwise(DIMS)]
-    torch.manual_seed(seed)
-    for conv in pyg:
-        conv.reset_parameters()
-    for ours, theirs in zip(model.layers, pyg, strict=True):
-        torch.testing.assert_close(ours.lin.weight, theirs.lin.weight, rtol=1e-6, atol=0)
-        torch.testing.assert_close(ours.att_src, theirs.att_src.view(-1), rtol=1e-6, atol=0)
-        torch.testing.assert_close(ours.att_dst, theirs.att_dst.view(-1), rtol=1e-6, atol=0)
-        assert torch.equal(ours.bias, theirs.bias)
 
 
 @pytest.mark.parametrize("kind", ["gcn", "gat"])
