@@ -21,7 +21,6 @@ leaves a method out (Solitude's GNN is PyG's ``GCNConv`` already, untouched by t
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -110,31 +109,27 @@ def block(name: str, store_path: str, skip: list[str], data_dir: str | None) -> 
         sys.exit(f"no block {name}")
     glorot = [RunConfig(**{**c.model_dump(), "params": {**c.params, "weight_init": "glorot"}})
               for c in base]
+    def points(store: RunStore, configs: list[RunConfig]) -> pd.DataFrame:
+        """Mean and std of the test accuracy per point, over the stored runs of ``configs``."""
+        frame = pd.DataFrame([{"dataset": r["dataset"], "model": r["model"],
+                               "method": r["method"], "epsilon": r["epsilon"],
+                               "acc": r["metrics"]["test_accuracy"]}
+                              for r in store.rows(keys=[c.key() for c in configs])])
+        return (frame.astype({"epsilon": float})
+                .groupby(["dataset", "model", "method", "epsilon"], dropna=False)["acc"]
+                .agg(test_accuracy_mean="mean", test_accuracy_std="std", n_seeds="count")
+                .reset_index())
+
+    stored = Path(__file__).resolve().parents[1] / "results" / "blink" / "runs.sqlite"
     with RunStore(store_path) as store:
         run_grid(glorot, store, lambda c: execute_run(c, data_dir=data_dir),
                  grid_name=f"weight-init-{name}")
-        new = pd.DataFrame([{"dataset": r["dataset"], "model": r["model"],
-                             "method": r["method"], "epsilon": r["epsilon"],
-                             "acc": r["metrics"]["test_accuracy"]}
-                            for r in store.rows(keys=[c.key() for c in glorot])])
-    old_rows = []
-    keys = {c.key() for c in base}
-    root = Path(__file__).resolve().parents[1] / "results" / "blink" / "runs.jsonl"
-    for line in root.open(encoding="utf-8"):
-        r = json.loads(line)
-        if r["key"] in keys:
-            old_rows.append({"dataset": r["dataset"], "model": r["model"],
-                             "method": r["method"], "epsilon": r["epsilon"],
-                             "acc": r["metrics"]["test_accuracy"]})
+        summaries = {"glorot": points(store, glorot)}
+    with RunStore(stored) as store:
+        summaries["torch"] = points(store, base)
     paper = pc.read_paper(Path(blink_dir).parent / "paper_full.csv")
     planned = pc.planned_points(base)
-    tables = {}
-    for label, frame in (("torch", pd.DataFrame(old_rows)), ("glorot", new)):
-        frame = frame.astype({"epsilon": float})
-        summary = (frame.groupby(["dataset", "model", "method", "epsilon"], dropna=False)["acc"]
-                   .agg(test_accuracy_mean="mean", test_accuracy_std="std", n_seeds="count")
-                   .reset_index())
-        tables[label] = pc.compare(planned, summary, paper)
+    tables = {label: pc.compare(planned, summary, paper) for label, summary in summaries.items()}
     both = tables["torch"][["method", "epsilon", "ours", "paper", "agree"]].merge(
         tables["glorot"][["method", "epsilon", "ours", "agree"]],
         on=["method", "epsilon"], suffixes=("_torch", "_glorot"), how="outer")

@@ -334,6 +334,12 @@ def test_param_filter_runs_only_that_configuration(tmp_path: Path, monkeypatch) 
                params=(("knn", 40), ("covariates", "none")))
 
 
+def _checked_seeds(check_file: str) -> list[int]:
+    """The seeds of a check grid (``gapcheck-*`` / ``initcheck-*``) in gap_checks.csv."""
+    stored = pd.read_csv(ROOT / "results" / "blink" / "gap_checks.csv")
+    return sorted(stored[stored["check"] == check_file.removesuffix(".yaml")]["seed"])
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in BLINK.dir.glob("gapcheck-*.yaml")))
 def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
     """A gap note's seed check runs exactly the full grid's configuration of that point (its
@@ -347,9 +353,7 @@ def test_gap_checks_rerun_the_full_grids_point(name: str) -> None:
     assert len(check) in (10, 30) and sorted(c.seed for c in check) == list(range(len(check)))
     assert {c.key() for c in check if c.seed < 3} <= full
     assert not {c.key() for c in check if c.seed >= 3} & full
-    stored = pd.read_csv(ROOT / "results" / "blink" / "gap_checks.csv")
-    assert sorted(stored[stored["check"] == name.removesuffix(".yaml")]["seed"]) \
-        == list(range(len(check)))
+    assert _checked_seeds(name) == list(range(len(check)))
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in BLINK.dir.glob("initcheck-*.yaml")))
@@ -361,7 +365,7 @@ def test_init_checks_change_only_the_weight_initialisation(name: str) -> None:
     from dpgl.experiments.reproductions._spec import is_private
 
     check = load_grid(BLINK.dir / name).expand(is_private)
-    full = {c.key(): c for c in BLINK.configs(False)}
+    full = {c.key() for c in BLINK.configs(False)}
     assert sorted(c.seed for c in check) == list(range(30))
     for c in check:
         assert c.params["weight_init"] == "glorot"
@@ -369,9 +373,7 @@ def test_init_checks_change_only_the_weight_initialisation(name: str) -> None:
             base = c.model_dump()
             base["params"] = {k: v for k, v in c.params.items() if k != "weight_init"}
             assert type(c)(**base).key() in full
-    stored = pd.read_csv(ROOT / "results" / "blink" / "gap_checks.csv")
-    assert sorted(stored[stored["check"] == name.removesuffix(".yaml")]["seed"]) \
-        == list(range(30))
+    assert _checked_seeds(name) == list(range(30))
 
 
 def test_generator_table_puts_dpgls_ldpgen_beside_the_authors_and_the_paper() -> None:

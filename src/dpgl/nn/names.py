@@ -3,7 +3,7 @@ that checking a name imports no torch)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from dpgl.errors import unknown_name
 
@@ -21,7 +21,7 @@ def canonical_model_name(name: str) -> str:
 
 #: where GCN and GAT layers draw their weight matrices (:mod:`dpgl.nn.init`)
 WeightInit = Literal["torch", "glorot"]
-WEIGHT_INITS: tuple[str, ...] = ("torch", "glorot")
+WEIGHT_INITS: tuple[str, ...] = get_args(WeightInit)
 WEIGHT_INIT_HELP = ("GCN and GAT weight matrices: torch (nn.Linear's default U(+-1/sqrt(fan_in)); "
                     "every run stored before this option) or glorot (PyG's GCNConv and GATConv, "
                     "the Blink and LPGNN authors' layers); GraphSAGE and MLP: torch's default")
