@@ -96,3 +96,19 @@ def test_unknown_weight_init_is_a_one_line_error() -> None:
         NodeParams(weight_init="xavier")
     assert NodeParams(weight_init="glorot").architecture().weight_init == "glorot"
     assert NodeParams().architecture().weight_init == "torch"
+
+
+def test_lpgnn_model_draws_torchs_default_as_the_authors_kpropconv() -> None:
+    """LPGNN's model is not wired to ``weight_init``: the authors' KProp layers
+    (sisaman/LPGNN ``models.py``, ``KPropConv.fc``) are ``torch.nn.Linear``, so after the
+    trainer's walk both of our KPropGNN's weight matrices lie within nn.Linear's bound
+    1 / sqrt(fan_in), not Glorot's (2.4x wider on the first, 1.7x on the second layer here)."""
+    from dpgl.nn.kprop import KPropGNN
+
+    model = KPropGNN(DIMS[0], DIMS[2], hidden=DIMS[1])
+    torch.manual_seed(0)
+    reset_parameters(model)
+    for weight, fan_in in ((model.lin1.weight, DIMS[0]), (model.conv2.lin.weight, DIMS[1])):
+        largest = float(weight.detach().abs().max())
+        assert largest <= 1 / fan_in ** 0.5
+        assert largest > 0.9 / fan_in ** 0.5  # drawn, not left at zero or shrunk

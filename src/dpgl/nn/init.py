@@ -5,7 +5,7 @@ the node and graph trainers re-initialise a model before training.
 
 * ``"glorot"``: Glorot & Bengio (AISTATS 2010, Eq. 16), ``U(-a, a)`` with
   ``a = sqrt(6 / (fan_in + fan_out))``, as PyG's ``GCNConv`` and ``GATConv`` draw it (and so
-  the Blink and LPGNN authors' models, Kipf & Welling's GCN and Velickovic et al.'s GAT).
+  the Blink authors' models, Kipf & Welling's GCN and Velickovic et al.'s GAT).
   A layer's parameters equal PyG's layer's after ``reset_parameters`` under the same torch
   seed (tests/nn/test_init.py).
 * ``"torch"``: PyTorch's ``nn.Linear`` default, ``U(-1 / sqrt(fan_in), 1 / sqrt(fan_in))``
@@ -16,7 +16,10 @@ the node and graph trainers re-initialise a model before training.
   default: their keys and numbers stay valid, bit for bit.
 
 GraphSAGE and the MLP draw PyTorch's default under both names, as PyG's ``SAGEConv`` and
-``Linear`` do. GAT's attention vectors are Glorot and its biases zero in both.
+``Linear`` do. GAT's attention vectors are Glorot and its biases zero in both. LPGNN's model
+(:class:`dpgl.nn.kprop.KPropGNN`) takes no option: it draws PyTorch's default, as the LPGNN
+authors' KProp layers do (``KPropConv.fc`` is a ``torch.nn.Linear`` in sisaman/LPGNN's
+``models.py``, every version with a GCN second layer).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ WeightInit = Literal["torch", "glorot"]
 WEIGHT_INITS: tuple[str, ...] = get_args(WeightInit)
 WEIGHT_INIT_HELP = ("GCN and GAT weight matrices: torch (nn.Linear's default U(+-1/sqrt(fan_in)); "
                     "every run stored before this option) or glorot (PyG's GCNConv and GATConv, "
-                    "the Blink and LPGNN authors' layers); GraphSAGE and MLP: torch's default")
+                    "the Blink authors' layers); GraphSAGE and MLP: torch's default")
 
 
 def check_weight_init(name: str) -> str:
