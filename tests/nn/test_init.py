@@ -99,16 +99,27 @@ def test_unknown_weight_init_is_a_one_line_error() -> None:
 
 
 def test_lpgnn_model_draws_torchs_default_as_the_authors_kpropconv() -> None:
-    """LPGNN's model is not wired to ``weight_init``: the authors' KProp layers
-    (sisaman/LPGNN ``models.py``, ``KPropConv.fc``) are ``torch.nn.Linear``, so after the
-    trainer's walk both of our KPropGNN's weight matrices lie within nn.Linear's bound
-    1 / sqrt(fan_in), not Glorot's (2.4x wider on the first, 1.7x on the second layer here)."""
+    """The authors' KProp layers (sisaman/LPGNN ``models.py``, ``KPropConv.fc``) are
+    ``torch.nn.Linear``: by default, after the trainer's walk, both of our KPropGNN's weight
+    matrices lie within nn.Linear's bound 1 / sqrt(fan_in), not Glorot's (2.4x wider on the
+    first, 2.1x on the second layer here); ``glorot`` is PyG's ``GCNConv`` on the GCN layer."""
     from dpgl.nn.kprop import KPropGNN
 
-    model = KPropGNN(DIMS[0], DIMS[2], hidden=DIMS[1])
-    torch.manual_seed(0)
-    reset_parameters(model)
+    def walked(**kw: str) -> KPropGNN:
+        model = KPropGNN(DIMS[0], DIMS[2], hidden=DIMS[1], **kw)
+        torch.manual_seed(0)
+        reset_parameters(model)
+        return model
+
+    model = walked()
     for weight, fan_in in ((model.lin1.weight, DIMS[0]), (model.conv2.lin.weight, DIMS[1])):
         largest = float(weight.detach().abs().max())
         assert largest <= 1 / fan_in ** 0.5
         assert largest > 0.9 / fan_in ** 0.5  # drawn, not left at zero or shrunk
+    glorot = walked(weight_init="glorot")
+    torch.testing.assert_close(glorot.lin1.weight, model.lin1.weight, rtol=0, atol=0)
+    pyg, first = GCNConv(DIMS[1], DIMS[2]), nn.Linear(DIMS[0], DIMS[1])
+    torch.manual_seed(0)
+    first.reset_parameters()  # the first layer's draw comes first
+    pyg.reset_parameters()
+    torch.testing.assert_close(glorot.conv2.lin.weight, pyg.lin.weight, rtol=1e-6, atol=0)

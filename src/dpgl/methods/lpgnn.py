@@ -217,7 +217,7 @@ class LPGNN(Method):
         with torch.random.fork_rng(devices=[]):  # the trainer re-initializes from the seed
             net: torch.nn.Module = KPropGNN(d, num_classes, hidden=p.hidden, dropout=p.dropout,
                                             activation=p.activation, batch_norm=p.batch_norm,
-                                            second_layer=ctx.model,
+                                            second_layer=ctx.model, weight_init=p.weight_init,
                                             propagate=(adj, p.feature_steps) if factorized
                                             else None,
                                             center=center)

@@ -17,9 +17,9 @@ the node and graph trainers re-initialise a model before training.
 
 GraphSAGE and the MLP draw PyTorch's default under both names, as PyG's ``SAGEConv`` and
 ``Linear`` do. GAT's attention vectors are Glorot and its biases zero in both. LPGNN's model
-(:class:`dpgl.nn.kprop.KPropGNN`) takes no option: it draws PyTorch's default, as the LPGNN
+(:class:`dpgl.nn.kprop.KPropGNN`) draws PyTorch's default under ``"torch"``, as the LPGNN
 authors' KProp layers do (``KPropConv.fc`` is a ``torch.nn.Linear`` in sisaman/LPGNN's
-``models.py``, every version with a GCN second layer).
+``models.py``, every version with a GCN second layer); ``"glorot"`` acts on its GCN layer only.
 """
 
 from __future__ import annotations

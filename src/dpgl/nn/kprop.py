@@ -55,11 +55,15 @@ class KPropGNN(nn.Module):
     AGG^K(x W^T) + b, the same function by linearity of the aggregation, from ``x`` given as
     a sparse CSR matrix of the centred reports x' - ``center`` (multi-bit reports have only m
     non-centre entries per row), so neither x' nor AGG^K(x') is ever dense.
+
+    ``weight_init`` (:mod:`dpgl.nn.init`) draws the GCN second layer's weight; the default,
+    ``"torch"``, is the authors' draw: their KProp layers (``KPropConv.fc`` in sisaman/LPGNN's
+    ``models.py``) are ``torch.nn.Linear``, as is our first layer under both names.
     """
 
     def __init__(self, in_dim: int, out_dim: int, *, hidden: int = 16, dropout: float = 0.5,
                  activation: str = "selu", batch_norm: bool = True,
-                 second_layer: str = "gcn",
+                 second_layer: str = "gcn", weight_init: str = "torch",
                  propagate: tuple[torch.Tensor | SparseOperator, int] | None = None,
                  center: float = 0.0) -> None:
         super().__init__()
@@ -75,7 +79,7 @@ class KPropGNN(nn.Module):
         self.dropout = dropout
         self.second_layer = second_layer
         if second_layer == "gcn":
-            self.conv2: nn.Module = GCNLayer(hidden, out_dim)
+            self.conv2: nn.Module = GCNLayer(hidden, out_dim, weight_init=weight_init)
         else:
             self.conv2 = SAGELayer(hidden, out_dim)
 
