@@ -99,10 +99,11 @@ def test_unknown_weight_init_is_a_one_line_error() -> None:
 
 
 def test_lpgnn_model_draws_torchs_default_as_the_authors_kpropconv() -> None:
-    """The authors' KProp layers (sisaman/LPGNN ``models.py``, ``KPropConv.fc``) are
-    ``torch.nn.Linear``: by default, after the trainer's walk, both of our KPropGNN's weight
-    matrices lie within nn.Linear's bound 1 / sqrt(fan_in), not Glorot's (2.4x wider on the
-    first, 2.1x on the second layer here); ``glorot`` is PyG's ``GCNConv`` on the GCN layer."""
+    """The authors' KProp layers (sisaman/LPGNN ``models.py`` until April 2021,
+    ``KPropConv.fc``) are ``torch.nn.Linear``: by default, after the trainer's walk, both of
+    our KPropGNN's weight matrices lie within nn.Linear's bound 1 / sqrt(fan_in), not Glorot's
+    (2.4x wider on the first, 2.1x on the second layer here); ``glorot`` is PyG's ``GCNConv``
+    on the GCN layer."""
     from dpgl.nn.kprop import KPropGNN
 
     def walked(**kw: str) -> KPropGNN:

@@ -17,9 +17,10 @@ the node and graph trainers re-initialise a model before training.
 
 GraphSAGE and the MLP draw PyTorch's default under both names, as PyG's ``SAGEConv`` and
 ``Linear`` do. GAT's attention vectors are Glorot and its biases zero in both. LPGNN's model
-(:class:`dpgl.nn.kprop.KPropGNN`) draws PyTorch's default under ``"torch"``, as the LPGNN
-authors' KProp layers do (``KPropConv.fc`` is a ``torch.nn.Linear`` in sisaman/LPGNN's
-``models.py``, every version with a GCN second layer); ``"glorot"`` acts on its GCN layer only.
+(:class:`dpgl.nn.kprop.KPropGNN`) draws PyTorch's default under ``"torch"``, as the KProp
+layers of the LPGNN authors' code for the arXiv version's tables do (``KPropConv.fc``, a
+``torch.nn.Linear``, in sisaman/LPGNN's ``models.py`` until April 2021); ``"glorot"`` acts on
+its GCN layer only (their published code's GCN backbone is PyG's ``GCNConv``).
 """
 
 from __future__ import annotations

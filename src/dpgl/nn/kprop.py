@@ -57,8 +57,9 @@ class KPropGNN(nn.Module):
     non-centre entries per row), so neither x' nor AGG^K(x') is ever dense.
 
     ``weight_init`` (:mod:`dpgl.nn.init`) draws the GCN second layer's weight; the default,
-    ``"torch"``, is the authors' draw: their KProp layers (``KPropConv.fc`` in sisaman/LPGNN's
-    ``models.py``) are ``torch.nn.Linear``, as is our first layer under both names.
+    ``"torch"``, is the draw of the authors' KProp layers (``KPropConv.fc``, a
+    ``torch.nn.Linear``, in sisaman/LPGNN's ``models.py`` until April 2021); our first layer
+    draws it under both names.
     """
 
     def __init__(self, in_dim: int, out_dim: int, *, hidden: int = 16, dropout: float = 0.5,
