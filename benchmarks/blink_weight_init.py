@@ -16,6 +16,9 @@ instead runs every configuration of that block of the full grid (its seeds 0-2) 
 torch-initialised points, how many points agree with the paper under each (within 2 points
 or one std, the larger of ours and the paper's: results/blink's rule). ``--skip METHOD``
 leaves a method out (Solitude's GNN is PyG's ``GCNConv`` already, untouched by the option).
+``--csv FILE`` also writes the block's points (both initialisations' means and stds, the
+paper's, agreement under each) into ``FILE``, replacing that block's rows and keeping others'
+(results/blink/weight_init_blocks.csv).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main() -> None:
     ap.add_argument("--block", default=None, help="DATASET-MODEL: a whole block, seeds 0-2")
     ap.add_argument("--store", default=None, help="run store of --block's glorot runs")
     ap.add_argument("--skip", action="append", default=[], help="method left out of --block")
+    ap.add_argument("--csv", default=None, help="--block: write its points into this CSV")
     ap.add_argument("--seeds", default="0:10", help="first:last (exclusive)")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
@@ -39,7 +43,7 @@ def main() -> None:
     if args.block:
         if not args.store:
             sys.exit("--block needs --store")
-        block(args.block, args.store, args.skip, args.data_dir)
+        block(args.block, args.store, args.skip, args.data_dir, args.csv)
         return
     if not args.points:
         sys.exit("name points, or --block")
@@ -89,7 +93,8 @@ def main() -> None:
               flush=True)
 
 
-def block(name: str, store_path: str, skip: list[str], data_dir: str | None) -> None:
+def block(name: str, store_path: str, skip: list[str], data_dir: str | None,
+          csv: str | None = None) -> None:
     """Every configuration of block ``name`` with Glorot weights; agreement counts."""
     import pandas as pd
 
@@ -130,8 +135,9 @@ def block(name: str, store_path: str, skip: list[str], data_dir: str | None) -> 
     paper = pc.read_paper(Path(blink_dir).parent / "paper_full.csv")
     planned = pc.planned_points(base)
     tables = {label: pc.compare(planned, summary, paper) for label, summary in summaries.items()}
-    both = tables["torch"][["method", "epsilon", "ours", "paper", "agree"]].merge(
-        tables["glorot"][["method", "epsilon", "ours", "agree"]],
+    both = tables["torch"][["method", "epsilon", "ours", "ours_std", "paper", "paper_std",
+                            "agree"]].merge(
+        tables["glorot"][["method", "epsilon", "ours", "ours_std", "agree"]],
         on=["method", "epsilon"], suffixes=("_torch", "_glorot"), how="outer")
     measured = both["paper"].notna() & both["ours_glorot"].notna()
     for label in ("torch", "glorot"):
@@ -139,6 +145,15 @@ def block(name: str, store_path: str, skip: list[str], data_dir: str | None) -> 
         gap = (both.loc[measured, f"ours_{label}"] - both.loc[measured, "paper"]).abs()
         print(f"{name} {label}: {int(agree.sum())} of {int(measured.sum())} points agree "
               f"(mean |gap| {float(gap.mean()):.2f})")
+    if csv:
+        rows = both[measured].assign(dataset=dataset, model=model)
+        rows = rows[["dataset", "model", *[c for c in both.columns]]].round(2)
+        path = Path(csv)
+        if path.exists():
+            old = pd.read_csv(path)
+            rows = pd.concat([old[(old["dataset"] != dataset) | (old["model"] != model)], rows])
+        rows.sort_values(["dataset", "model", "method", "epsilon"]).to_csv(path, index=False)
+        print(f"wrote {path}")
     changed = both[measured & (both["agree_torch"] != both["agree_glorot"])]
     for r in changed.itertuples():
         print(f"  {r.method} eps={r.epsilon:g}: torch {r.ours_torch:.1f}, glorot "
