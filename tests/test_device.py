@@ -240,6 +240,19 @@ def test_a_run_records_its_device_which_is_not_part_of_its_key() -> None:
         RunConfig(dataset="csbm", device="cpu")  # an execution option, not a run field
 
 
+def test_a_run_records_its_torch_thread_count() -> None:
+    """CPU float sums are split by thread, so the thread count is part of what a stored
+    number depends on: the run says which it ran with."""
+    config = RunConfig(dataset="csbm", method="none", model="gcn", seed=0, params=FAST)
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            assert execute_run(config).info["torch_threads"] == n
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_execute_run_refuses_a_bad_device_before_any_work(no_cuda: None) -> None:
     config = RunConfig(dataset="no-such-dataset", method="none", seed=0)
     with pytest.raises(ConfigError, match="unknown device 'tpu'"):

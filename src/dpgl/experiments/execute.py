@@ -161,11 +161,15 @@ def check_report(method: Method, params: Params, epsilon: float | None,
 
 def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
                 download: bool = False, device: Any = DEFAULT_DEVICE) -> RunResult:
-    """Run ``config`` once. Deterministic: the same config gives the same numbers (on one
-    device). ``download``: fetch missing dataset files (checksummed) into the data directory.
+    """Run ``config`` once. Deterministic: the same config gives the same numbers on one
+    device with one torch thread count (a CPU's float sums are split by thread, so runs that
+    are sensitive to rounding, e.g. an MLP at a high learning rate, can differ between thread
+    counts). ``download``: fetch missing dataset files (checksummed) into the data directory.
     ``device``: where the trainers run (``cpu``, ``cuda``, ``cuda:N`` or ``auto``,
     :mod:`dpgl.device`): an execution option, not part of the run's key; the result's
-    ``info["device"]`` records the device used."""
+    ``info["device"]`` and ``info["torch_threads"]`` record the device and the thread count."""
+    import torch
+
     from dpgl.privacy import Accountant
     start = time.perf_counter()
     dev = resolve_device(device)
@@ -196,6 +200,7 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
     info = dict(out.info)
     info["dpgl_version"] = __version__
     info["device"] = str(dev)
+    info["torch_threads"] = torch.get_num_threads()
     return RunResult(
         metrics=out.metrics,
         privacy=report.to_dict(),
