@@ -147,7 +147,7 @@ def block(name: str, store_path: str, skip: list[str], data_dir: str | None,
               f"(mean |gap| {float(gap.mean()):.2f})")
     if csv:
         rows = both[measured].assign(dataset=dataset, model=model)
-        rows = rows[["dataset", "model", *[c for c in both.columns]]].round(2)
+        rows = rows[["dataset", "model", *both.columns]].round(2)
         path = Path(csv)
         if path.exists():
             old = pd.read_csv(path)
