@@ -27,6 +27,13 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
+
+
+def _glorot(config: Any) -> Any:
+    """``config`` (a RunConfig) with ``weight_init: glorot`` among its params."""
+    return type(config)(**{**config.model_dump(),
+                           "params": {**config.params, "weight_init": "glorot"}})
 
 
 def main() -> None:
@@ -72,13 +79,11 @@ def main() -> None:
     for point in wanted:
         if point not in grid:
             sys.exit(f"no full-grid point {point}")
-        base = grid[point].model_dump()
         acc: dict[str, list[float]] = {"torch": [], "glorot": []}
         for seed in range(first, last):
-            for init in acc:
-                # torch: the stored grid's configuration itself (its key unchanged)
-                extra = {"weight_init": init} if init == "glorot" else {}
-                cfg = RunConfig(**{**base, "seed": seed, "params": {**base["params"], **extra}})
+            # torch: the stored grid's configuration itself (its key unchanged)
+            torch_cfg = RunConfig(**{**grid[point].model_dump(), "seed": seed})
+            for init, cfg in (("torch", torch_cfg), ("glorot", _glorot(torch_cfg))):
                 out = execute_run(cfg, data_dir=args.data_dir)
                 acc[init].append(100 * out.metrics["test_accuracy"])
             print(f"{'-'.join(map(str, point))} seed {seed}: torch {acc['torch'][-1]:.2f}, "
@@ -101,6 +106,7 @@ def block(name: str, store_path: str, skip: list[str], data_dir: str | None,
     from dpgl.experiments import reproductions
     from dpgl.experiments.config import RunConfig
     from dpgl.experiments.execute import execute_run
+    from dpgl.experiments.report import summarize
     from dpgl.experiments.reproductions.blink import __file__ as blink_dir
     from dpgl.experiments.reproductions.blink import paper_compare as pc
     from dpgl.experiments.runner import run_grid
@@ -112,18 +118,13 @@ def block(name: str, store_path: str, skip: list[str], data_dir: str | None,
             and c.method not in skip]
     if not base:
         sys.exit(f"no block {name}")
-    glorot = [RunConfig(**{**c.model_dump(), "params": {**c.params, "weight_init": "glorot"}})
-              for c in base]
+    glorot = [_glorot(c) for c in base]
+    selection = blink.steps(False)[0].grids[0].selection
+
     def points(store: RunStore, configs: list[RunConfig]) -> pd.DataFrame:
-        """Mean and std of the test accuracy per point, over the stored runs of ``configs``."""
-        frame = pd.DataFrame([{"dataset": r["dataset"], "model": r["model"],
-                               "method": r["method"], "epsilon": r["epsilon"],
-                               "acc": r["metrics"]["test_accuracy"]}
-                              for r in store.rows(keys=[c.key() for c in configs])])
-        return (frame.astype({"epsilon": float})
-                .groupby(["dataset", "model", "method", "epsilon"], dropna=False)["acc"]
-                .agg(test_accuracy_mean="mean", test_accuracy_std="std", n_seeds="count")
-                .reset_index())
+        """Per point, the summary results/blink's report makes of the stored runs of
+        ``configs`` (one configuration per point: the selection only averages seeds)."""
+        return summarize(store.to_frame(keys=[c.key() for c in configs]), selection=selection)
 
     stored = Path(__file__).resolve().parents[1] / "results" / "blink" / "runs.sqlite"
     with RunStore(store_path) as store:
