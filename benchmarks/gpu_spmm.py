@@ -84,9 +84,9 @@ def _case(n: int, nnz: int, width: int, device: str, repeats: int, seed: int) ->
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     row: dict = {"nodes": n, "nnz": int(mat.nnz), "width": width}
     outs = {}
-    real = propagation._gather_on
+    real = propagation.uses_gather
     for path, on in (("csr", False), ("gather", True)):
-        propagation._gather_on = lambda x, on=on: on  # type: ignore[assignment]
+        propagation.uses_gather = lambda x, on=on: on  # type: ignore[assignment]
         # the trainers' mode (dpgl.device.seeded): on a GPU, torch's deterministic algorithms,
         # without which index_add_ sums with atomics and the gather path is not deterministic
         try:
@@ -103,7 +103,7 @@ def _case(n: int, nnz: int, width: int, device: str, repeats: int, seed: int) ->
                         best = min(best, time.perf_counter() - t)
                     results.append((y.detach().cpu(), x.grad.detach().cpu()))
         finally:
-            propagation._gather_on = real  # type: ignore[assignment]
+            propagation.uses_gather = real  # type: ignore[assignment]
         row[f"{path}_seconds"] = best
         row[f"{path}_same"] = all(torch.equal(a, b) for r in results[1:]
                                   for a, b in zip(results[0], r, strict=True))

@@ -3,7 +3,8 @@
 A device is an *execution option*, not a hyper-parameter: it is not part of a run's
 configuration or key (:meth:`dpgl.experiments.config.RunConfig.key`), and a run's result
 records the device it used (``info["device"]``). ``cpu`` is the default everywhere (library
-and command line), because it gives the same numbers on every machine; ``auto`` picks CUDA
+and command line), because it gives the same numbers with the same torch thread count on the
+same CPU model (docs/gpu.md: rounding-sensitive runs can move with either); ``auto`` picks CUDA
 when torch sees a GPU, ``cuda`` (or ``cuda:N``) asks for one and is an error without it.
 
 What runs on the device: the trainers (:mod:`dpgl.train`: full-batch node classification,
@@ -60,7 +61,7 @@ __all__ = [
 
 #: The values of ``--device`` (``cuda:N`` also accepted: the N-th GPU).
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
-#: The default device: the CPU, for the same numbers on every machine.
+#: The default device: the CPU, for the same numbers wherever the thread count and CPU match.
 DEFAULT_DEVICE = "cpu"
 
 _CUDA_INDEX = re.compile(r"cuda:(\d+)")

@@ -80,7 +80,7 @@ class StructureLearner(nn.Module):
     def edge_weight(self, detach: bool = False) -> torch.Tensor:
         """The weight of every edge of :attr:`edge_index` (differentiable in A^c)."""
         w = self.weight.detach() if detach else self.weight
-        return w[self.edge_pair]
+        return w if not self.symmetric else w[self.edge_pair]  # one weight an edge: itself
 
     def frobenius(self) -> torch.Tensor:
         """||A~ - A^c||_F^2 (entries off the candidate set are 0 in both)."""

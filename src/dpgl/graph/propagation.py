@@ -70,12 +70,14 @@ def csr_mm(a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     :func:`gather_mm`. cuSPARSE's CSR product is not bit-deterministic and that mode does not
     cover it (docs/gpu.md, measured on an H200); on the CPU both are deterministic and the
     CPU keeps the faster product, so its numbers are unchanged."""
-    if _gather_on(x):
+    if uses_gather(x):
         return gather_mm(a, x)
     return torch.sparse.mm(a, x)
 
 
-def _gather_on(x: torch.Tensor) -> bool:
+def uses_gather(x: torch.Tensor) -> bool:
+    """Whether products with ``x`` take the deterministic gather path (a GPU under torch's
+    deterministic mode) instead of torch's sparse kernels."""
     return x.device.type != "cpu" and torch.are_deterministic_algorithms_enabled()
 
 

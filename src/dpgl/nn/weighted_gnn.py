@@ -1,18 +1,60 @@
 """The GNN Solitude trains on learned edge weights (Lin, Li & Wang, IEEE TIFS 2022, Sec. IV-C):
 a weighted GCN or weighted-mean GraphSAGE, differentiable in the weights so the GNN loss
-reaches the structure learner's A^c (:mod:`dpgl.estimators.solitude`)."""
+reaches the structure learner's A^c (:mod:`dpgl.estimators.solitude`).
+
+Both propagate with :class:`dpgl.graph.edge_operator.EdgeOperator` (one sparse product a layer;
+the GCN normalisation computed once a forward pass for both layers) instead of PyG's
+edge-list message passing; the GCN layer is PyG's ``GCNConv`` in parameters, initialisation
+and output (tests/feature_ldp/test_solitude_structure.py compares them), not in the order of
+its float sums.
+"""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.nn import GCNConv
+from torch_geometric.nn.dense.linear import Linear
 
-from dpgl.errors import unknown_name
+from dpgl.errors import GraphError, unknown_name
+from dpgl.graph.edge_operator import EdgeOperator
 from dpgl.nn.models import ACTIVATIONS
 
 __all__ = ["WeightedGNN"]
+
+
+class _WeightedGCN(nn.Module):
+    """GCN layer on weighted edges, PyG ``GCNConv``'s defaults (Kipf & Welling 2017, Eq. 2;
+    weighted: Blink App. B Eq. 20): ``D^-1/2 (A(w) + I) D^-1/2 x W + b`` with ``D`` the weighted
+    in-degree plus the self-loop's 1. Same parameters and draws as ``GCNConv(in, out)``: ``W``
+    Glorot (``lin.weight``), ``b`` zero (``bias``). The normalisation is an input
+    (:func:`_gcn_norm`), shared by both layers of :class:`WeightedGNN`."""
+
+    def __init__(self, in_dim: int, out_dim: int) -> None:
+        super().__init__()
+        self.lin = Linear(in_dim, out_dim, bias=False, weight_initializer="glorot")
+        self.bias = nn.Parameter(torch.empty(out_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.lin.reset_parameters()
+        nn.init.zeros_(self.bias)
+
+    def forward(self, x: torch.Tensor, op: EdgeOperator,
+                norm: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        edge_norm, self_norm = norm
+        h = self.lin(x)  # linear first: propagation then runs on out_dim columns
+        return op(edge_norm, h) + h * self_norm[:, None] + self.bias
+
+
+def _gcn_norm(op: EdgeOperator, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``D^-1/2 w_e D^-1/2`` per edge and ``1 / D`` per node (the self-loop's entry), with
+    ``D_i = 1 + sum_{e -> i} w_e`` (PyG's ``gcn_norm`` with ``add_remaining_self_loops`` on
+    an edge list without self-loops); a zero degree gives a zero row."""
+    deg = op.in_degree(weight) + 1.0
+    inv_sqrt = deg.pow(-0.5).masked_fill(deg <= 0, 0.0)
+    edge = inv_sqrt.index_select(0, op.src) * weight * inv_sqrt.index_select(0, op.dst)
+    return edge, inv_sqrt * inv_sqrt
 
 
 class _WeightedMeanSAGE(nn.Module):
@@ -29,14 +71,10 @@ class _WeightedMeanSAGE(nn.Module):
         nn.init.zeros_(self.lin_l.bias)
         nn.init.xavier_uniform_(self.lin_r.weight)
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor,
-                edge_weight: torch.Tensor) -> torch.Tensor:
-        src, dst = edge_index
+    def forward(self, x: torch.Tensor, op: EdgeOperator,
+                deg: torch.Tensor, edge_weight: torch.Tensor) -> torch.Tensor:
         h = self.lin_l(x)  # linear first: aggregation then runs on out_dim columns
-        agg = h.new_zeros(x.size(0), h.size(1)).index_add_(
-            0, dst, h[src] * edge_weight[:, None])
-        deg = h.new_zeros(x.size(0)).index_add_(0, dst, edge_weight)
-        agg = agg / deg.clamp_min(1e-12)[:, None]
+        agg = op(edge_weight, h) / deg.clamp_min(1e-12)[:, None]
         bias = self.lin_l.bias
         agg = agg + bias * (deg <= 1e-12).to(h.dtype)[:, None]  # isolated rows keep the bias
         return agg + self.lin_r(x)
@@ -53,8 +91,8 @@ class WeightedGNN(nn.Module):
             raise unknown_name("Solitude backbone", kind, ["gcn", "sage"])
         self.kind = kind
         if kind == "gcn":
-            self.conv1: nn.Module = GCNConv(in_dim, hidden)
-            self.conv2: nn.Module = GCNConv(hidden, out_dim)
+            self.conv1: nn.Module = _WeightedGCN(in_dim, hidden)
+            self.conv2: nn.Module = _WeightedGCN(hidden, out_dim)
         else:
             self.conv1 = _WeightedMeanSAGE(in_dim, hidden)
             self.conv2 = _WeightedMeanSAGE(hidden, out_dim)
@@ -63,10 +101,25 @@ class WeightedGNN(nn.Module):
 
     def reset_parameters(self) -> None:
         for conv in (self.conv1, self.conv2):
-            conv.reset_parameters()  # GCNConv: glorot (Xavier) weights, zero bias
+            conv.reset_parameters()  # GCN: glorot (Xavier) weights, zero bias
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor,
+    def forward(self, x: torch.Tensor, edges: torch.Tensor | EdgeOperator,
                 edge_weight: torch.Tensor) -> torch.Tensor:
-        h = self.act(self.conv1(x, edge_index, edge_weight))
+        """Logits; ``edges`` is an edge list without self-loops ([2, E]) or, prepared once for
+        many calls, its :class:`~dpgl.graph.edge_operator.EdgeOperator`."""
+        op = edges if isinstance(edges, EdgeOperator) else self.operator(edges, x.size(0))
+        if self.kind == "gcn":
+            extra: tuple = (_gcn_norm(op, edge_weight),)
+        else:
+            extra = (op.in_degree(edge_weight), edge_weight)
+        h = self.act(self.conv1(x, op, *extra))
         h = F.dropout(h, self.dropout, self.training)
-        return self.conv2(h, edge_index, edge_weight)
+        return self.conv2(h, op, *extra)
+
+    @staticmethod
+    def operator(edge_index: torch.Tensor, num_nodes: int) -> EdgeOperator:
+        """``edge_index`` prepared for :meth:`forward`; self-loops are an error (the GCN adds
+        each node's own, as PyG's ``GCNConv`` does)."""
+        if edge_index.numel() and bool((edge_index[0] == edge_index[1]).any()):
+            raise GraphError("the edge list holds self-loops; the layers add each node's own")
+        return EdgeOperator(edge_index, num_nodes)

@@ -94,7 +94,7 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
         model.reset_parameters()
         for m, _ in homes:
             m.to(dev)
-        ei = learner.edge_index
+        op = model.operator(learner.edge_index, x.size(0))  # prepared once for every pass
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         opt_adj = torch.optim.Adam(learner.parameters(), lr=config.adj_lr)
         best = (-1.0, float("inf"))
@@ -103,21 +103,21 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
         for epoch in range(1, config.epochs + 1):
             model.train()
             opt.zero_grad()
-            logits = model(x, ei, learner.edge_weight(detach=True))
+            logits = model(x, op, learner.edge_weight(detach=True))
             loss = F.cross_entropy(out_fn(logits)[train_idx], targets[train_idx])
             loss.backward()
             opt.step()
             if config.structure_learning:
                 for _ in range(config.inner_steps):
                     opt_adj.zero_grad()
-                    logits = model(x, ei, learner.edge_weight())
+                    logits = model(x, op, learner.edge_weight())
                     gnn = F.cross_entropy(out_fn(logits)[train_idx], targets[train_idx])
                     (config.gnn_weight * gnn).backward()
                     opt_adj.step()
                     learner.proximal_step(config.adj_lr, config.lambda1, config.lambda2)
             model.eval()
             with torch.no_grad():
-                val = _evaluate(model(x, ei, learner.edge_weight()), y_eval, val_idx,
+                val = _evaluate(model(x, op, learner.edge_weight()), y_eval, val_idx,
                                 num_classes)
             score = (val["accuracy"], val["loss"])
             bar.advance(loss=loss.item(), val_accuracy=score[0])
@@ -133,7 +133,7 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
             learner.weight.copy_(best_state[1])
         model.eval()
         with torch.no_grad():
-            logits = model(x, ei, learner.edge_weight())
+            logits = model(x, op, learner.edge_weight())
     metrics: dict[str, float] = {}
     for part, idx in (("train", train_idx), ("val", val_idx), ("test", test_idx)):
         labels = targets if part == "train" else y_eval

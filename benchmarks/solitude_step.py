@@ -1,0 +1,146 @@
+"""One Solitude epoch's GNN passes on an RR-sized graph: dpgl's ``WeightedGNN`` (propagation by
+:class:`dpgl.graph.edge_operator.EdgeOperator`) against PyG's ``GCNConv`` with edge weights
+(edge-list message passing, what ``WeightedGNN`` used until 2026-11-28; docs/feature-ldp.md).
+
+An epoch of :func:`dpgl.train.solitude.train_solitude` is three forward passes and two
+backward passes: the GNN step (gradient in the parameters), the structure step (gradient in
+the edge weights too) and the validation pass. This script times exactly those on a random
+directed graph of ``--nodes`` nodes and ``--edges`` edges (sorted by source, as RR reports
+come; Facebook's reports: 22,470 nodes and about 24 / 60 / 136 million directed edges at
+eps = 3 / 2 / 1) with ``--features`` dense features, two-layer GCN, hidden 16, 4 classes; the
+best of ``--repeats`` epochs after one warm-up, and the largest difference between the two
+implementations' logits and edge-weight gradients.
+
+    python benchmarks/solitude_step.py --edges 1e6,2.4e7
+    python benchmarks/solitude_step.py --device cuda --edges 2.4e7,6e7
+
+Measured on the 2-core CPU machine (AMD EPYC, one torch thread, while two Solitude training
+processes shared the two cores; ``--edges 1e6,2.4e7 --repeats 1``, 128 features), seconds an
+epoch: 10^6 edges: dpgl 0.24 (+ 0.10 once to sort the edges), PyG 1.42; 2.4 x 10^7 edges:
+dpgl 15.6 (+ 5.4 once), PyG 47.4. The logits were bit-identical and the edge-weight gradients
+within 1e-12 (a CSR row adds its entries in the edge list's order, as PyG's scatter does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from _common import command_line, csv_items
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    ap.add_argument("--nodes", type=int, default=22470, help="default: Facebook's")
+    ap.add_argument("--edges", default="1e6", help="comma-separated numbers of directed edges")
+    ap.add_argument("--features", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None, help="folder for results.json")
+    a = ap.parse_args(argv)
+    try:
+        a.edge_list = [int(float(t)) for t in csv_items(a.edges)]
+    except ValueError:
+        ap.error(f"--edges must be comma-separated numbers, got {a.edges!r}")
+    if not a.edge_list or min(a.edge_list) < 1 or min(a.nodes, a.features, a.repeats) < 1:
+        ap.error("--edges, --nodes, --features and --repeats must be positive")
+    if a.device != "cpu" and not a.device.startswith("cuda"):
+        ap.error(f"--device must be cpu, cuda or cuda:N, got {a.device!r}")
+    return a
+
+
+def _epoch(forward, params: list, weight, x, y, train) -> tuple:
+    """The passes of one train_solitude epoch: logits of the last pass, the weight gradient."""
+    import torch.nn.functional as F
+
+    for p in params:
+        p.grad = None
+    F.cross_entropy(forward(x, weight.detach())[train], y[train]).backward()  # GNN step
+    weight.grad = None
+    F.cross_entropy(forward(x, weight)[train], y[train]).backward()           # structure step
+    grad = weight.grad
+    out = forward(x, weight.detach())                                          # validation
+    return out.detach(), grad
+
+
+def _case(n: int, e: int, d: int, device: str, repeats: int, seed: int) -> dict:
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.nn import GCNConv
+
+    from dpgl.device import resolve_device, seeded
+    from dpgl.nn.weighted_gnn import WeightedGNN
+
+    device = str(resolve_device(device))
+    g = torch.Generator().manual_seed(seed)
+    src = torch.sort(torch.randint(0, n, (e,), generator=g)).values
+    dst = torch.randint(0, n - 1, (e,), generator=g)
+    dst = dst + (dst >= src).long()  # no self-loops
+    ei = torch.stack([src, dst]).to(device)
+    x = torch.randn(n, d, generator=g).to(device)
+    y = torch.randint(0, 4, (n,), generator=g).to(device)
+    train = torch.arange(0, n, 2, device=device)
+    weight = torch.rand(e, generator=g).to(device).requires_grad_(True)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    torch.manual_seed(seed)
+    ours = WeightedGNN("gcn", d, 4, hidden=16, dropout=0.0, activation="relu").to(device)
+    torch.manual_seed(seed)
+    conv1, conv2 = GCNConv(d, 16).to(device), GCNConv(16, 4).to(device)
+
+    def pyg(xx, w):
+        return conv2(F.relu(conv1(xx, ei, w)), ei, w)
+
+    row: dict = {"nodes": n, "edges": e, "features": d}
+    results = {}
+    with seeded(seed, device):
+        t = time.perf_counter()
+        op = WeightedGNN.operator(ei, n)
+        sync()
+        row["prepare_seconds"] = time.perf_counter() - t
+        for name, forward, params in (
+                ("dpgl", lambda xx, w: ours(xx, op, w), list(ours.parameters())),
+                ("pyg", pyg, [*conv1.parameters(), *conv2.parameters()])):
+            best = float("inf")
+            for i in range(repeats + 1):
+                sync()
+                t = time.perf_counter()
+                results[name] = _epoch(forward, params, weight, x, y, train)
+                sync()
+                if i:
+                    best = min(best, time.perf_counter() - t)
+            row[f"{name}_seconds"] = best
+    row["max_abs_diff_logits"] = float((results["dpgl"][0] - results["pyg"][0]).abs().max())
+    row["max_abs_diff_weight_grad"] = float((results["dpgl"][1] - results["pyg"][1]).abs().max())
+    return row
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = _args(argv)
+    import torch
+
+    if a.device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit("error: --device cuda but torch sees no GPU")
+    torch.set_num_threads(1)
+    rows = []
+    for e in a.edge_list:
+        row = _case(a.nodes, e, a.features, a.device, a.repeats, a.seed)
+        rows.append(row)
+        print(f"edges {row['edges']:>11,}  dpgl {row['dpgl_seconds']:.3f} s "
+              f"(+ {row['prepare_seconds']:.2f} s once)  pyg {row['pyg_seconds']:.3f} s  "
+              f"max |diff| logits {row['max_abs_diff_logits']:.1e}, weight grad "
+              f"{row['max_abs_diff_weight_grad']:.1e}", flush=True)
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        device = torch.cuda.get_device_name(a.device) if a.device.startswith("cuda") else "cpu"
+        (a.out / "results.json").write_text(json.dumps(
+            {"command": command_line("solitude_step.py", argv), "device": device,
+             "torch": torch.__version__, "rows": rows}, indent=2), encoding="utf-8")
+        print(f"wrote {a.out / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
