@@ -5,7 +5,7 @@
 An epoch of :func:`dpgl.train.solitude.train_solitude` is three forward passes and two
 backward passes: the GNN step (gradient in the parameters), the structure step (gradient in
 the edge weights too) and the validation pass. This script times exactly those on a random
-directed graph of ``--nodes`` nodes and ``--edges`` edges (sorted by source, as RR reports
+directed graph of ``--nodes`` nodes and ``--edges`` edges (sorted by target, as RR reports
 come; Facebook's reports: 22,470 nodes and about 24 / 60 / 136 million directed edges at
 eps = 3 / 2 / 1) with ``--features`` dense features, two-layer GCN, hidden 16, 4 classes; the
 best of ``--repeats`` epochs after one warm-up, and the largest difference between the two
@@ -77,9 +77,9 @@ def _case(n: int, e: int, d: int, device: str, repeats: int, seed: int) -> dict:
 
     device = str(resolve_device(device))
     g = torch.Generator().manual_seed(seed)
-    src = torch.sort(torch.randint(0, n, (e,), generator=g)).values
-    dst = torch.randint(0, n - 1, (e,), generator=g)
-    dst = dst + (dst >= src).long()  # no self-loops
+    dst = torch.sort(torch.randint(0, n, (e,), generator=g)).values
+    src = torch.randint(0, n - 1, (e,), generator=g)
+    src = src + (src >= dst).long()  # no self-loops
     ei = torch.stack([src, dst]).to(device)
     x = torch.randn(n, d, generator=g).to(device)
     y = torch.randint(0, 4, (n,), generator=g).to(device)

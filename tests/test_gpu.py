@@ -130,3 +130,27 @@ def test_cli_train_on_cuda(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "train", "--dataset", "csbm", "--json", "-p", "epochs=5",
                              "--device", "auto")
     assert code == 0 and json.loads(out)["info"]["device"].startswith("cuda")
+
+
+def test_edge_operator_on_cuda_is_deterministic_and_close_to_the_cpu() -> None:
+    """Solitude's propagation (dpgl.graph.edge_operator) under the trainers' mode: the product
+    and both gradients twice bit for bit on CUDA, and within rounding of the CPU's."""
+    from dpgl.device import seeded
+    from dpgl.graph.edge_operator import EdgeOperator
+
+    g = torch.Generator().manual_seed(0)
+    n, e = 500, 20000
+    ei = torch.randint(0, n, (2, e), generator=g)
+    w0, x0 = torch.rand(e, generator=g), torch.randn(n, 8, generator=g)
+    results = []
+    for dev in ("cpu", "cuda", "cuda"):
+        with seeded(0, dev):
+            op = EdgeOperator(ei.to(dev), n)
+            w, x = w0.to(dev).requires_grad_(), x0.to(dev).requires_grad_()
+            out = op(w, x)
+            (out * out).sum().backward()
+            results.append([t.detach().cpu() for t in (out, w.grad, x.grad)])
+    for a, b in zip(results[1], results[2], strict=True):
+        assert torch.equal(a, b)
+    for a, b in zip(results[0], results[1], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)

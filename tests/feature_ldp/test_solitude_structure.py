@@ -100,3 +100,23 @@ def test_structure_learning_off_leaves_a_c_untouched() -> None:
     assert torch.all(learner.weight == 1.0)
     with pytest.raises(Exception, match="backbone"):
         WeightedGNN("gat", 2, 2)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_candidates_are_sorted_by_target_keeping_the_given_order(symmetric: bool) -> None:
+    """The candidate edges come sorted by target (the GNN's CSR order), stably; RR's reports
+    (sorted by target, then source) stay as they are with ``symmetric=False``."""
+    g = torch.Generator().manual_seed(3)
+    ei = torch.randint(0, 12, (2, 60), generator=g)
+    ei = ei[:, ei[0] != ei[1]]
+    learner = StructureLearner(ei, 12, symmetric=symmetric)
+    dst = learner.edge_index[1]
+    assert bool((dst[1:] >= dst[:-1]).all())
+    # the same pairs with the same weights as before sorting
+    pairs = {tuple(e) for e in learner.edge_index.t().tolist()}
+    given = {tuple(e) for e in ei.t().tolist()}
+    assert pairs == (given | {(b, a) for a, b in given} if symmetric else given)
+    if not symmetric:
+        order = torch.argsort(ei[1] * 12 + ei[0])
+        rr_like = ei[:, order]
+        assert torch.equal(StructureLearner(rr_like, 12, symmetric=False).edge_index, rr_like)

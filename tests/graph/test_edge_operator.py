@@ -88,7 +88,8 @@ def test_weighted_gcn_is_pyg_gcnconv() -> None:
         pyg.bias.copy_(ours.bias)
     w1, w2 = w.clone().requires_grad_(), w.clone().requires_grad_()
     op = EdgeOperator(ei, n)
-    out = ours(x, op, _gcn_norm(op, w1))
+    edge_norm, self_norm = _gcn_norm(op, w1)
+    out = ours(x, op.bind(edge_norm), self_norm)
     ref = pyg(x, ei, w2)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-6)
     up = torch.randn(n, 4, generator=g)
@@ -113,7 +114,7 @@ def test_weighted_sage_is_the_weighted_mean() -> None:
     expected = torch.where(deg[:, None] > 1e-12, (a @ h) / deg.clamp_min(1e-12)[:, None],
                            conv.lin_l.bias.expand_as(h)) + conv.lin_r(x)
     op = EdgeOperator(ei, n)
-    torch.testing.assert_close(conv(x, op, op.in_degree(w), w), expected)
+    torch.testing.assert_close(conv(x, op.bind(w), op.in_degree(w)), expected)
     # a node without in-edges keeps W_l's bias (plus W_r x)
     torch.testing.assert_close(expected[8], conv.lin_l.bias + conv.lin_r(x)[8])
 
@@ -148,3 +149,21 @@ def test_gpu_gather_path_forced_on_the_cpu_agrees(monkeypatch: pytest.MonkeyPatc
     for a, b in zip(*results, strict=True):
         torch.testing.assert_close(a, b)
     assert calls == [1]  # the gradient in w took each path once
+
+
+def test_a_bound_operator_builds_each_matrix_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both layers of a GNN share one A(w): one forward and backward of the two-layer model
+    builds A once and A^T once (each is a permuted copy of the weights on a large graph)."""
+    n, ei = 9, _edges()
+    x = torch.randn(n, 5, generator=torch.Generator().manual_seed(9), requires_grad=True)
+    w = torch.rand(ei.size(1), generator=torch.Generator().manual_seed(10), requires_grad=True)
+    built: list[bool] = []
+    real = EdgeOperator.matrix
+    monkeypatch.setattr(EdgeOperator, "matrix",
+                        lambda self, weight, *, transpose=False:
+                        built.append(transpose) or real(self, weight, transpose=transpose))
+    for kind in ("gcn", "sage"):
+        built.clear()
+        model = WeightedGNN(kind, 5, 3, hidden=4, dropout=0.0)
+        model(x, WeightedGNN.operator(ei, n), w).sum().backward()
+        assert sorted(built) == [False, True]

@@ -41,6 +41,14 @@ class StructureLearner(nn.Module):
     (A~ + A~^T) / 2: 1 on pairs both users reported, 1/2 on pairs only one reported (under RR
     mostly fake edges). ``symmetric=False``: one weight per directed report, A~ = 1 there.
     Memory O(|E~|) either way.
+
+    The candidate edges are kept sorted by target (stably: a target's edges keep the order they
+    were given in), the order of the GNN's CSR products
+    (:class:`~dpgl.graph.edge_operator.EdgeOperator`), so a pass reads the weights in place
+    instead of permuting them. RR's reports come in that order (by target, then source), so
+    with ``symmetric=False`` nothing moves; otherwise the sums over a target's edges keep
+    their order and those over a source's edges (the backward product) can round differently
+    from the order given.
     """
 
     def __init__(self, edge_index: torch.Tensor, num_nodes: int, *,
@@ -59,16 +67,17 @@ class StructureLearner(nn.Module):
             self.register_buffer("target", counts.float() / 2.0)     # (a_ij + a_ji) / 2
             self.register_buffer("entries", torch.full_like(self.target, 2.0))
             pair = torch.arange(keys.numel())
-            self.register_buffer("edge_index", torch.stack([torch.cat([u, v]),
-                                                            torch.cat([v, u])]))
-            self.register_buffer("edge_pair", torch.cat([pair, pair]))
+            both = torch.stack([torch.cat([u, v]), torch.cat([v, u])])
+            order = torch.argsort(both[1], stable=True)  # by target: see _by_target
+            self.register_buffer("edge_index", both[:, order])
+            self.register_buffer("edge_pair", torch.cat([pair, pair])[order])
             # Frobenius optimum: sum over the two entries of (a - w)^2 = 2 (w - mean)^2 + const
             self.register_buffer("frob_const", ((counts.float() / 2.0) * (1 - counts.float()
                                                                           / 2.0) * 2).sum())
         else:
             self.register_buffer("target", torch.ones(ei.size(1)))
             self.register_buffer("entries", torch.ones(ei.size(1)))
-            self.register_buffer("edge_index", ei)
+            self.register_buffer("edge_index", ei[:, torch.argsort(ei[1], stable=True)])
             self.register_buffer("edge_pair", torch.arange(ei.size(1)))
             self.register_buffer("frob_const", torch.zeros(()))
         self.weight = nn.Parameter(self.target.clone())

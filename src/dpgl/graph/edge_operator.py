@@ -21,13 +21,14 @@ import torch
 from dpgl.graph import propagation
 from dpgl.graph.propagation import GATHER_CHUNK, check_edge_index, csr_mm
 
-__all__ = ["EdgeOperator"]
+__all__ = ["BoundEdgeOperator", "EdgeOperator"]
 
 
 def _csr_rows(rows: torch.Tensor, num_rows: int) -> torch.Tensor:
-    """CSR row pointers of entries already sorted by ``rows``."""
-    counts = torch.bincount(rows, minlength=num_rows)
-    return torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    """CSR row pointers of entries already sorted by ``rows`` (a search, not ``bincount``,
+    which has no deterministic form on CUDA)."""
+    bounds = torch.arange(num_rows + 1, device=rows.device, dtype=rows.dtype)
+    return torch.searchsorted(rows, bounds)
 
 
 def _sorting(keys: torch.Tensor) -> torch.Tensor | None:
@@ -53,7 +54,7 @@ class EdgeOperator:
         self.num_nodes, self.num_edges = n, int(src.numel())
         self.src, self.dst = src, dst
         # CSR of A (rows = targets) and of A^T (rows = sources); perm maps CSR slot -> edge,
-        # None where the edges are in that order already (RR reports come sorted by source)
+        # None where the edges are in that order already (RR reports come sorted by target)
         self.perm = _sorting(dst)
         self.crow, self.col = _csr_rows(_take(dst, self.perm), n), _take(src, self.perm)
         self.perm_t = _sorting(src)
@@ -83,10 +84,13 @@ class EdgeOperator:
 
     def __call__(self, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``A(weight) @ x`` (``weight`` one per edge, in ``edge_index``'s order)."""
+        return self.bind(weight)(x)
+
+    def bind(self, weight: torch.Tensor) -> BoundEdgeOperator:
+        """``A(weight)``, for several products with the same weights (e.g. both layers of a
+        GNN): its CSR matrices are built once, when first needed."""
         self._check(weight)
-        if x.dim() != 2 or x.size(0) != self.num_nodes:
-            raise ValueError(f"x must be [{self.num_nodes}, d], got {tuple(x.shape)}")
-        return _WeightedSpMM.apply(weight, x, self)
+        return BoundEdgeOperator(self, weight)
 
     def _check(self, weight: torch.Tensor) -> None:
         if weight.dim() != 1 or weight.numel() != self.num_edges:
@@ -103,16 +107,18 @@ class EdgeOperator:
                                            size=(self.num_nodes, self.num_nodes),
                                            check_invariants=False)
 
-    def weight_grad(self, weight: torch.Tensor, grad: torch.Tensor,
-                    x: torch.Tensor) -> torch.Tensor:
+    def weight_grad(self, weight: torch.Tensor, grad: torch.Tensor, x: torch.Tensor, *,
+                    matrix: torch.Tensor | None = None) -> torch.Tensor:
         """The gradient of ``sum(grad * A(weight) @ x)`` in ``weight``: ``<grad[dst_e],
         x[src_e]>`` per edge. On the CPU one sampled product over the CSR entries
         (``torch.sparse.sampled_addmm``); on a GPU under torch's deterministic mode (the
         trainers switch it on there) :meth:`edge_dot`, which that mode keeps bit-deterministic,
-        as :func:`~dpgl.graph.propagation.csr_mm` does for the product."""
+        as :func:`~dpgl.graph.propagation.csr_mm` does for the product. ``matrix``:
+        :meth:`matrix` of ``weight`` when it is at hand (only its pattern is read)."""
         if propagation.uses_gather(x):
             return self.edge_dot(grad, x)
-        sampled = torch.sparse.sampled_addmm(self.matrix(weight), grad, x.t().contiguous(),
+        pattern = self.matrix(weight) if matrix is None else matrix
+        sampled = torch.sparse.sampled_addmm(pattern, grad, x.t().contiguous(),
                                              beta=0.0)
         if self.perm is None:
             return sampled.values()
@@ -133,20 +139,41 @@ class EdgeOperator:
         return out
 
 
+class BoundEdgeOperator:
+    """``A(weight)`` of an :class:`EdgeOperator`: ``bound(x)`` is ``A(weight) @ x``,
+    differentiable in ``weight`` and ``x``; ``A`` and ``A^T`` are built once, when first
+    needed (a permuted copy of the weights each, none where the edges are in that order)."""
+
+    def __init__(self, op: EdgeOperator, weight: torch.Tensor) -> None:
+        self.op, self.weight = op, weight
+        self._mats: dict[bool, torch.Tensor] = {}
+
+    def matrix(self, *, transpose: bool = False) -> torch.Tensor:
+        if transpose not in self._mats:
+            self._mats[transpose] = self.op.matrix(self.weight, transpose=transpose)
+        return self._mats[transpose]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        n = self.op.num_nodes
+        if x.dim() != 2 or x.size(0) != n:
+            raise ValueError(f"x must be [{n}, d], got {tuple(x.shape)}")
+        return _WeightedSpMM.apply(self.weight, x, self)
+
+
 class _WeightedSpMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, weight: torch.Tensor, x: torch.Tensor,  # type: ignore[override]
-                op: EdgeOperator) -> torch.Tensor:
-        ctx.op = op
+                bound: BoundEdgeOperator) -> torch.Tensor:
+        ctx.bound = bound
         ctx.save_for_backward(weight, x)
-        return csr_mm(op.matrix(weight), x)
+        return csr_mm(bound.matrix(), x)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
         weight, x = ctx.saved_tensors
-        op: EdgeOperator = ctx.op
+        bound: BoundEdgeOperator = ctx.bound
         grad = grad.contiguous()
-        grad_w = op.weight_grad(weight, grad, x.detach()) if ctx.needs_input_grad[0] else None
-        grad_x = (csr_mm(op.matrix(weight, transpose=True), grad)
-                  if ctx.needs_input_grad[1] else None)
+        grad_w = (bound.op.weight_grad(weight, grad, x.detach(), matrix=bound.matrix())
+                  if ctx.needs_input_grad[0] else None)
+        grad_x = csr_mm(bound.matrix(transpose=True), grad) if ctx.needs_input_grad[1] else None
         return grad_w, grad_x, None

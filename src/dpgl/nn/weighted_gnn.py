@@ -17,7 +17,7 @@ from torch import nn
 from torch_geometric.nn.dense.linear import Linear
 
 from dpgl.errors import GraphError, unknown_name
-from dpgl.graph.edge_operator import EdgeOperator
+from dpgl.graph.edge_operator import BoundEdgeOperator, EdgeOperator
 from dpgl.nn.models import ACTIVATIONS
 
 __all__ = ["WeightedGNN"]
@@ -27,8 +27,8 @@ class _WeightedGCN(nn.Module):
     """GCN layer on weighted edges, PyG ``GCNConv``'s defaults (Kipf & Welling 2017, Eq. 2;
     weighted: Blink App. B Eq. 20): ``D^-1/2 (A(w) + I) D^-1/2 x W + b`` with ``D`` the weighted
     in-degree plus the self-loop's 1. Same parameters and draws as ``GCNConv(in, out)``: ``W``
-    Glorot (``lin.weight``), ``b`` zero (``bias``). The normalisation is an input
-    (:func:`_gcn_norm`), shared by both layers of :class:`WeightedGNN`."""
+    Glorot (``lin.weight``), ``b`` zero (``bias``). The normalised adjacency and the self-loops'
+    ``1 / D`` are inputs (:func:`_gcn_norm`), shared by both layers of :class:`WeightedGNN`."""
 
     def __init__(self, in_dim: int, out_dim: int) -> None:
         super().__init__()
@@ -40,11 +40,10 @@ class _WeightedGCN(nn.Module):
         self.lin.reset_parameters()
         nn.init.zeros_(self.bias)
 
-    def forward(self, x: torch.Tensor, op: EdgeOperator,
-                norm: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        edge_norm, self_norm = norm
+    def forward(self, x: torch.Tensor, adj: BoundEdgeOperator,
+                self_norm: torch.Tensor) -> torch.Tensor:
         h = self.lin(x)  # linear first: propagation then runs on out_dim columns
-        return op(edge_norm, h) + h * self_norm[:, None] + self.bias
+        return adj(h) + h * self_norm[:, None] + self.bias
 
 
 def _gcn_norm(op: EdgeOperator, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,10 +70,10 @@ class _WeightedMeanSAGE(nn.Module):
         nn.init.zeros_(self.lin_l.bias)
         nn.init.xavier_uniform_(self.lin_r.weight)
 
-    def forward(self, x: torch.Tensor, op: EdgeOperator,
-                deg: torch.Tensor, edge_weight: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, adj: BoundEdgeOperator,
+                deg: torch.Tensor) -> torch.Tensor:
         h = self.lin_l(x)  # linear first: aggregation then runs on out_dim columns
-        agg = op(edge_weight, h) / deg.clamp_min(1e-12)[:, None]
+        agg = adj(h) / deg.clamp_min(1e-12)[:, None]
         bias = self.lin_l.bias
         agg = agg + bias * (deg <= 1e-12).to(h.dtype)[:, None]  # isolated rows keep the bias
         return agg + self.lin_r(x)
@@ -109,12 +108,13 @@ class WeightedGNN(nn.Module):
         many calls, its :class:`~dpgl.graph.edge_operator.EdgeOperator`."""
         op = edges if isinstance(edges, EdgeOperator) else self.operator(edges, x.size(0))
         if self.kind == "gcn":
-            extra: tuple = (_gcn_norm(op, edge_weight),)
+            edge_norm, per_node = _gcn_norm(op, edge_weight)
+            adj = op.bind(edge_norm)
         else:
-            extra = (op.in_degree(edge_weight), edge_weight)
-        h = self.act(self.conv1(x, op, *extra))
+            adj, per_node = op.bind(edge_weight), op.in_degree(edge_weight)
+        h = self.act(self.conv1(x, adj, per_node))
         h = F.dropout(h, self.dropout, self.training)
-        return self.conv2(h, op, *extra)
+        return self.conv2(h, adj, per_node)
 
     @staticmethod
     def operator(edge_index: torch.Tensor, num_nodes: int) -> EdgeOperator:
