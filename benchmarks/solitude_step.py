@@ -16,9 +16,10 @@ implementations' logits and edge-weight gradients.
 
 Measured on the 2-core CPU machine (AMD EPYC, one torch thread, while two Solitude training
 processes shared the two cores; ``--edges 1e6,2.4e7 --repeats 1``, 128 features), seconds an
-epoch: 10^6 edges: dpgl 0.24 (+ 0.10 once to sort the edges), PyG 1.42; 2.4 x 10^7 edges:
-dpgl 15.6 (+ 5.4 once), PyG 47.4. The logits were bit-identical and the edge-weight gradients
-within 1e-12 (a CSR row adds its entries in the edge list's order, as PyG's scatter does).
+epoch: 10^6 edges: dpgl 0.17 (+ 0.07 once to sort the edges), PyG 1.33; 2.4 x 10^7 edges:
+dpgl 7.6 (+ 4.5 once), PyG 48.6 (6.4x). The logits were bit-identical and the edge-weight
+gradients within 1e-12 (a CSR row adds its entries in the edge list's order, as PyG's scatter
+does).
 """
 
 from __future__ import annotations
