@@ -38,6 +38,35 @@ def command_line(script: str, argv: list[str] | None) -> str:
         shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
 
 
+def torch_on(device: str):
+    """torch with one thread, after checking that ``device`` (cpu, cuda or cuda:N) is there:
+    a one-line exit when CUDA is asked for and torch sees no GPU."""
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit("error: --device cuda but torch sees no GPU")
+    torch.set_num_threads(1)
+    return torch
+
+
+def write_results(out: Path | None, script: str, argv: list[str] | None, device: str,
+                  rows: list[dict]) -> None:
+    """``out/results.json`` (nothing when ``out`` is None): the command, the device's name,
+    torch's version and the measured rows."""
+    if out is None:
+        return
+    import json
+
+    import torch
+
+    out.mkdir(parents=True, exist_ok=True)
+    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
+    (out / "results.json").write_text(json.dumps(
+        {"command": command_line(script, argv), "device": name, "torch": torch.__version__,
+         "rows": rows}, indent=2), encoding="utf-8")
+    print(f"wrote {out / 'results.json'}")
+
+
 def run_python(args: list[str], src: Path | None, env_extra: dict[str, str],
                timeout: float | None) -> tuple[int, str, dict]:
     """Run ``python ARGS`` with ``src`` first on the path (None: the installed dpgl);

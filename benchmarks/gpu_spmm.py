@@ -36,12 +36,10 @@ day: ``pytest -m gpu`` (mini-batch GCN and GAT bit-identical twice) passed (docs
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
-from _common import command_line, csv_items
+from _common import csv_items, torch_on, write_results
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -115,11 +113,7 @@ def _case(n: int, nnz: int, width: int, device: str, repeats: int, seed: int) ->
 
 def main(argv: list[str] | None = None) -> None:
     a = _args(argv)
-    import torch
-
-    if a.device.startswith("cuda") and not torch.cuda.is_available():
-        sys.exit("error: --device cuda but torch sees no GPU")
-    torch.set_num_threads(1)
+    torch_on(a.device)
     rows = []
     for nnz in a.nnz_list:
         row = _case(a.nodes, nnz, a.width, a.device, a.repeats, a.seed)
@@ -127,13 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"nnz {row['nnz']:>11,}  csr {row['csr_seconds']:.4f} s (same {row['csr_same']})"
               f"  gather {row['gather_seconds']:.4f} s (same {row['gather_same']})"
               f"  max |csr - gather| {row['max_abs_diff']:.2e}", flush=True)
-    if a.out is not None:
-        a.out.mkdir(parents=True, exist_ok=True)
-        device = torch.cuda.get_device_name(a.device) if a.device.startswith("cuda") else "cpu"
-        (a.out / "results.json").write_text(json.dumps(
-            {"command": command_line("gpu_spmm.py", argv), "device": device,
-             "torch": torch.__version__, "rows": rows}, indent=2), encoding="utf-8")
-        print(f"wrote {a.out / 'results.json'}")
+    write_results(a.out, "gpu_spmm.py", argv, a.device, rows)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,10 @@ does).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
-from _common import command_line, csv_items
+from _common import csv_items, torch_on, write_results
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -121,11 +119,7 @@ def _case(n: int, e: int, d: int, device: str, repeats: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     a = _args(argv)
-    import torch
-
-    if a.device.startswith("cuda") and not torch.cuda.is_available():
-        sys.exit("error: --device cuda but torch sees no GPU")
-    torch.set_num_threads(1)
+    torch_on(a.device)
     rows = []
     for e in a.edge_list:
         row = _case(a.nodes, e, a.features, a.device, a.repeats, a.seed)
@@ -134,13 +128,7 @@ def main(argv: list[str] | None = None) -> None:
               f"(+ {row['prepare_seconds']:.2f} s once)  pyg {row['pyg_seconds']:.3f} s  "
               f"max |diff| logits {row['max_abs_diff_logits']:.1e}, weight grad "
               f"{row['max_abs_diff_weight_grad']:.1e}", flush=True)
-    if a.out is not None:
-        a.out.mkdir(parents=True, exist_ok=True)
-        device = torch.cuda.get_device_name(a.device) if a.device.startswith("cuda") else "cpu"
-        (a.out / "results.json").write_text(json.dumps(
-            {"command": command_line("solitude_step.py", argv), "device": device,
-             "torch": torch.__version__, "rows": rows}, indent=2), encoding="utf-8")
-        print(f"wrote {a.out / 'results.json'}")
+    write_results(a.out, "solitude_step.py", argv, a.device, rows)
 
 
 if __name__ == "__main__":
