@@ -68,7 +68,7 @@ class StructureLearner(nn.Module):
             self.register_buffer("entries", torch.full_like(self.target, 2.0))
             pair = torch.arange(keys.numel())
             both = torch.stack([torch.cat([u, v]), torch.cat([v, u])])
-            order = torch.argsort(both[1], stable=True)  # by target: see _by_target
+            order = torch.argsort(both[1], stable=True)  # by target (class docstring)
             self.register_buffer("edge_index", both[:, order])
             self.register_buffer("edge_pair", torch.cat([pair, pair])[order])
             # Frobenius optimum: sum over the two entries of (a - w)^2 = 2 (w - mean)^2 + const

@@ -6,10 +6,13 @@ PyG's message passing computes this as a gather of ``x[src]`` (E x d), a product
 scatter-add, and its ``GCNConv`` redoes the normalisation (self-loops appended to a copy of the
 edge list, a degree scatter) in every layer of every forward pass. Here the structure is sorted
 into CSR once (rows = targets, and once more for the transpose), the forward and the gradient
-in ``x`` are one sparse product each (:func:`dpgl.graph.propagation.csr_mm`), and only the
-gradient in ``w``, ``dL/dw_e = <dL/dout[dst_e], x[src_e]>``, reads the edges one by one, in
-chunks of bounded memory. Measured on Facebook's RR reports at eps = 3 (24 million directed
-edges, one CPU thread): a Solitude epoch from 43 s to about 7 s (docs/feature-ldp.md).
+in ``x`` are one sparse product each (:func:`dpgl.graph.propagation.csr_mm`), and the
+gradient in ``w``, ``dL/dw_e = <dL/dout[dst_e], x[src_e]>``, is one sampled product over the
+CSR entries on the CPU (``torch.sparse.sampled_addmm``) and chunked gathers of bounded memory
+on a GPU. :meth:`EdgeOperator.bind` shares one ``A(w)`` between products (both layers of a
+GNN). Measured on Facebook's RR reports at eps = 3 (24 million directed edges, one CPU
+thread): a Solitude epoch from 43 s to about 7 s (docs/feature-ldp.md,
+benchmarks/solitude_step.py).
 """
 
 from __future__ import annotations

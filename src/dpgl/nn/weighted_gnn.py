@@ -5,7 +5,7 @@ reaches the structure learner's A^c (:mod:`dpgl.estimators.solitude`).
 Both propagate with :class:`dpgl.graph.edge_operator.EdgeOperator` (one sparse product a layer;
 the GCN normalisation computed once a forward pass for both layers) instead of PyG's
 edge-list message passing; the GCN layer is PyG's ``GCNConv`` in parameters, initialisation
-and output (tests/feature_ldp/test_solitude_structure.py compares them), not in the order of
+and output (tests/graph/test_edge_operator.py compares them), not always in the order of
 its float sums.
 """
 
