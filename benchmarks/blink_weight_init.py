@@ -15,7 +15,8 @@ instead runs every configuration of that block of the full grid (its seeds 0-2) 
 ``weight_init: glorot`` into ``FILE`` (resumable) and prints, beside the stored grid's
 torch-initialised points, how many points agree with the paper under each (within 2 points
 or one std, the larger of ours and the paper's: results/blink's rule). ``--skip METHOD``
-leaves a method out (Solitude's GNN is PyG's ``GCNConv`` already, untouched by the option).
+leaves a method out (Solitude's GCN draws Glorot already, as PyG's ``GCNConv``, untouched by
+the option).
 ``--csv FILE`` also writes the block's points (both initialisations' means and stds, the
 paper's, agreement under each) into ``FILE``, replacing that block's rows and keeping others'
 (results/blink/weight_init_blocks.csv).

@@ -78,7 +78,7 @@ class StructureLearner(nn.Module):
             self.register_buffer("target", torch.ones(ei.size(1)))
             self.register_buffer("entries", torch.ones(ei.size(1)))
             self.register_buffer("edge_index", ei[:, torch.argsort(ei[1], stable=True)])
-            self.register_buffer("edge_pair", torch.arange(ei.size(1)))
+            self.register_buffer("edge_pair", None)  # one weight an edge: the weight itself
             self.register_buffer("frob_const", torch.zeros(()))
         self.weight = nn.Parameter(self.target.clone())
 
@@ -89,7 +89,7 @@ class StructureLearner(nn.Module):
     def edge_weight(self, detach: bool = False) -> torch.Tensor:
         """The weight of every edge of :attr:`edge_index` (differentiable in A^c)."""
         w = self.weight.detach() if detach else self.weight
-        return w if not self.symmetric else w[self.edge_pair]  # one weight an edge: itself
+        return w if self.edge_pair is None else w[self.edge_pair]
 
     def frobenius(self) -> torch.Tensor:
         """||A~ - A^c||_F^2 (entries off the candidate set are 0 in both)."""

@@ -17,12 +17,10 @@ benchmarks/solitude_step.py).
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 
 from dpgl.graph import propagation
-from dpgl.graph.propagation import GATHER_CHUNK, check_edge_index, csr_mm
+from dpgl.graph.propagation import GATHER_CHUNK, check_edge_index, csr_mm, csr_tensor
 
 __all__ = ["BoundEdgeOperator", "EdgeOperator"]
 
@@ -63,23 +61,6 @@ class EdgeOperator:
         self.perm_t = _sorting(src)
         self.crow_t, self.col_t = _csr_rows(_take(src, self.perm_t), n), _take(dst, self.perm_t)
 
-    @property
-    def device(self) -> torch.device:
-        return self.src.device
-
-    def to(self, device: torch.device | str) -> EdgeOperator:
-        """This operator on ``device`` (itself when it is there already)."""
-        device = torch.device(device)
-        if self.src.device == device or (device.type == "cuda" and device.index is None
-                                         and self.src.device.type == "cuda"):
-            return self
-        out = object.__new__(EdgeOperator)
-        out.num_nodes, out.num_edges = self.num_nodes, self.num_edges
-        for name in ("src", "dst", "perm", "crow", "col", "perm_t", "crow_t", "col_t"):
-            t = getattr(self, name)
-            setattr(out, name, None if t is None else t.to(device))
-        return out
-
     def in_degree(self, weight: torch.Tensor) -> torch.Tensor:
         """``sum_{e: dst_e = i} w_e`` per node i (differentiable in ``weight``)."""
         self._check(weight)
@@ -104,28 +85,23 @@ class EdgeOperator:
         """``A(weight)`` (or its transpose) as a torch CSR tensor (no gradient)."""
         perm, crow, col = ((self.perm_t, self.crow_t, self.col_t) if transpose
                            else (self.perm, self.crow, self.col))
-        with warnings.catch_warnings():  # torch flags CSR support as beta; we rely on spmm
-            warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
-            return torch.sparse_csr_tensor(crow, col, _take(weight.detach(), perm),
-                                           size=(self.num_nodes, self.num_nodes),
-                                           check_invariants=False)
+        return csr_tensor(crow, col, _take(weight.detach(), perm),
+                          (self.num_nodes, self.num_nodes))
 
-    def weight_grad(self, weight: torch.Tensor, grad: torch.Tensor, x: torch.Tensor, *,
-                    matrix: torch.Tensor | None = None) -> torch.Tensor:
-        """The gradient of ``sum(grad * A(weight) @ x)`` in ``weight``: ``<grad[dst_e],
-        x[src_e]>`` per edge. On the CPU one sampled product over the CSR entries
-        (``torch.sparse.sampled_addmm``); on a GPU under torch's deterministic mode (the
-        trainers switch it on there) :meth:`edge_dot`, which that mode keeps bit-deterministic,
-        as :func:`~dpgl.graph.propagation.csr_mm` does for the product. ``matrix``:
-        :meth:`matrix` of ``weight`` when it is at hand (only its pattern is read)."""
+    def weight_grad(self, pattern: torch.Tensor, grad: torch.Tensor,
+                    x: torch.Tensor) -> torch.Tensor:
+        """The gradient of ``sum(grad * A(w) @ x)`` in ``w``: ``<grad[dst_e], x[src_e]>`` per
+        edge, ``pattern`` any :meth:`matrix` (only its entries' positions are read). On the CPU
+        one sampled product over the CSR entries (``torch.sparse.sampled_addmm``); on a GPU
+        under torch's deterministic mode (the trainers switch it on there) :meth:`edge_dot`,
+        which that mode keeps bit-deterministic, as :func:`~dpgl.graph.propagation.csr_mm`
+        does for the product."""
         if propagation.uses_gather(x):
             return self.edge_dot(grad, x)
-        pattern = self.matrix(weight) if matrix is None else matrix
-        sampled = torch.sparse.sampled_addmm(pattern, grad, x.t().contiguous(),
-                                             beta=0.0)
+        sampled = torch.sparse.sampled_addmm(pattern, grad, x.t().contiguous(), beta=0.0)
         if self.perm is None:
             return sampled.values()
-        out = torch.empty_like(weight)
+        out = x.new_empty(self.num_edges)
         out[self.perm] = sampled.values()
         return out
 
@@ -168,15 +144,15 @@ class _WeightedSpMM(torch.autograd.Function):
     def forward(ctx, weight: torch.Tensor, x: torch.Tensor,  # type: ignore[override]
                 bound: BoundEdgeOperator) -> torch.Tensor:
         ctx.bound = bound
-        ctx.save_for_backward(weight, x)
+        ctx.save_for_backward(x)
         return csr_mm(bound.matrix(), x)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
-        weight, x = ctx.saved_tensors
+        (x,) = ctx.saved_tensors
         bound: BoundEdgeOperator = ctx.bound
         grad = grad.contiguous()
-        grad_w = (bound.op.weight_grad(weight, grad, x.detach(), matrix=bound.matrix())
+        grad_w = (bound.op.weight_grad(bound.matrix(), grad, x.detach())
                   if ctx.needs_input_grad[0] else None)
         grad_x = csr_mm(bound.matrix(transpose=True), grad) if ctx.needs_input_grad[1] else None
         return grad_w, grad_x, None

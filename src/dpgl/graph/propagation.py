@@ -138,19 +138,23 @@ def to_scipy(
     return sp.csr_matrix((w, (dst, src)), shape=(num_nodes, num_nodes))
 
 
+def csr_tensor(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor,
+               shape: tuple[int, int]) -> torch.Tensor:
+    """``torch.sparse_csr_tensor`` of parts the caller built consistently (row pointers, column
+    indices and values; invariants not re-checked), without torch's beta warning: dpgl relies
+    on its sparse products only."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
+        return torch.sparse_csr_tensor(crow, col, values, size=shape, check_invariants=False)
+
+
 def to_torch_csr(mat: sp.csr_matrix) -> torch.Tensor:
     """SciPy CSR -> ``torch.sparse_csr_tensor`` (float32)."""
     mat = mat.tocsr()
-    mat.sort_indices()
-    with warnings.catch_warnings():  # torch flags CSR support as beta; we rely on spmm only
-        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
-        return torch.sparse_csr_tensor(
-            torch.from_numpy(mat.indptr.astype(np.int64)),
-            torch.from_numpy(mat.indices.astype(np.int64)),
-            torch.from_numpy(mat.data.astype(np.float32)),
-            size=mat.shape,
-            check_invariants=False,  # built from a canonical SciPy CSR matrix
-        )
+    mat.sort_indices()  # a canonical SciPy CSR matrix
+    return csr_tensor(torch.from_numpy(mat.indptr.astype(np.int64)),
+                      torch.from_numpy(mat.indices.astype(np.int64)),
+                      torch.from_numpy(mat.data.astype(np.float32)), mat.shape)
 
 
 def gcn_normalized_scipy(
