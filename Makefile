@@ -46,10 +46,26 @@ bench: $(STAMP)
 # Mutation testing of the privacy-critical code (docs/mutation.md); not part of `make test`
 # or CI. Installs the pinned mutmut into the venv (torch and the other pins cannot move) and
 # runs it in mutation/work/ (reports in mutation/reports/). MUTATION_TIMEOUT (s) bounds it.
+# Wheels for an offline host that brings its own torch and PyG (a GPU machine's CUDA build,
+# docs/gpu.md): dpgl's wheel and every other runtime dependency at its pinned version, for
+# CPython $(WHEELHOUSE_PY) on x86-64 Linux. There: pip install --no-index --find-links DIR dpgl
+WHEELHOUSE    ?= wheelhouse
+WHEELHOUSE_PY ?= 3.12
+.PHONY: wheelhouse
+wheelhouse: $(STAMP)
+	rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
+	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation -w $(WHEELHOUSE) .
+	$(BIN)/pip download --quiet -c constraints.txt -d $(WHEELHOUSE) --only-binary=:all: \
+	  --python-version $(WHEELHOUSE_PY) --implementation cp --platform manylinux_2_28_x86_64 \
+	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  $$($(BIN)/python -c "import tomllib; d = tomllib.load(open('pyproject.toml', 'rb')); \
+	    print(' '.join(r for r in d['project']['dependencies'] if not r.startswith('torch')))")
+	@ls $(WHEELHOUSE) | wc -l | xargs printf '%s wheels in $(WHEELHOUSE)/\n'
+
 .PHONY: mutation
 mutation: $(STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -c constraints-mutation.txt mutmut
 	VENV=$(abspath $(VENV)) mutation/run.sh
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) demo-output wheelhouse .pytest_cache .ruff_cache .mypy_cache

@@ -253,6 +253,20 @@ def test_a_run_records_its_torch_thread_count() -> None:
         torch.set_num_threads(before)
 
 
+def test_a_run_records_its_library_versions_and_cpu() -> None:
+    """The same configuration, device and thread count give the same numbers only with the
+    same torch / PyG / NumPy kernels on the same CPU model: the run says which it had."""
+    import numpy
+    import torch_geometric
+
+    config = RunConfig(dataset="csbm", method="none", model="gcn", seed=0, params=FAST)
+    env = execute_run(config).info["environment"]
+    assert env["torch"] == torch.__version__
+    assert env["torch_geometric"] == torch_geometric.__version__
+    assert env["numpy"] == numpy.__version__
+    assert env["cpu"] and env["cpu"] != "unknown"
+
+
 def test_execute_run_refuses_a_bad_device_before_any_work(no_cuda: None) -> None:
     config = RunConfig(dataset="no-such-dataset", method="none", seed=0)
     with pytest.raises(ConfigError, match="unknown device 'tpu'"):

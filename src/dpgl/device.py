@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
+import platform
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -51,6 +53,7 @@ __all__ = [
     "DEVICE_CHOICES",
     "check_device",
     "current_device",
+    "execution_environment",
     "module_device",
     "resolve_device",
     "seeded",
@@ -197,3 +200,22 @@ def seeded(seed: int, device: Any) -> Iterator[None]:
             yield
         finally:
             torch.use_deterministic_algorithms(mode, warn_only=warn)
+
+
+@functools.lru_cache(maxsize=1)
+def execution_environment() -> dict[str, str]:
+    """What a run's numbers depend on beyond its configuration, the device and the thread
+    count: the versions of torch, PyG and NumPy and the CPU model (a float sum's rounding
+    follows the kernels each picks; docs/gpu.md). Recorded in every result's ``info``."""
+    import numpy
+    import torch
+    import torch_geometric
+
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"torch": torch.__version__, "torch_geometric": torch_geometric.__version__,
+            "numpy": numpy.__version__, "cpu": cpu}

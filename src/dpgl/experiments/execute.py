@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpgl import __version__, progress
 from dpgl.datasets import dataset_kind, load_dataset
-from dpgl.device import DEFAULT_DEVICE, resolve_device
+from dpgl.device import DEFAULT_DEVICE, execution_environment, resolve_device
 from dpgl.errors import ConfigError, PrivacyError
 from dpgl.experiments.config import RunConfig, RunResult
 from dpgl.methods.base import Method, RunContext, check_task, get_method
@@ -167,7 +167,8 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
     counts). ``download``: fetch missing dataset files (checksummed) into the data directory.
     ``device``: where the trainers run (``cpu``, ``cuda``, ``cuda:N`` or ``auto``,
     :mod:`dpgl.device`): an execution option, not part of the run's key; the result's
-    ``info["device"]`` and ``info["torch_threads"]`` record the device and the thread count."""
+    ``info["device"]``, ``info["torch_threads"]`` and ``info["environment"]`` record the device,
+    the thread count, and the library versions and CPU model."""
     import torch
 
     from dpgl.privacy import Accountant
@@ -201,6 +202,7 @@ def execute_run(config: RunConfig, *, data_dir: str | Path | None = None,
     info["dpgl_version"] = __version__
     info["device"] = str(dev)
     info["torch_threads"] = torch.get_num_threads()
+    info["environment"] = execution_environment()
     return RunResult(
         metrics=out.metrics,
         privacy=report.to_dict(),
