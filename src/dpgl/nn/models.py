@@ -110,7 +110,7 @@ class NodeModel(nn.Module):
             return layer(x, graph.gcn_adj())
         if self.kind == "sage":
             return layer(x, graph.mean_adj())
-        return layer(x, graph.edge_index, graph.edge_weight)
+        return layer(x, graph.attention_edges())
 
 
 def build_node_model(

@@ -13,6 +13,7 @@ from dpgl.graph.propagation import (
     gcn_normalized_scipy,
     mean_normalized_scipy,
 )
+from dpgl.nn.gat import AttentionEdges
 
 
 @dataclass
@@ -29,6 +30,7 @@ class PreparedGraph:
     #: larger graph's, so that its targets' rows equal the larger graph's rows.
     gcn_degrees: torch.Tensor | None = None
     _cache: dict[str, SparseOperator] = field(default_factory=dict, repr=False)
+    _attention: AttentionEdges | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         check_edge_index(self.edge_index, self.num_nodes)
@@ -78,3 +80,11 @@ class PreparedGraph:
                 mean_normalized_scipy(self.edge_index, self.num_nodes, self.edge_weight)
             ).to(self.device)
         return self._cache["mean"]
+
+    def attention_edges(self) -> AttentionEdges:
+        """The edges with a self-loop per node, prepared for a GAT layer (:mod:`dpgl.nn.gat`);
+        built on first use, on this graph's device."""
+        if self._attention is None:
+            self._attention = AttentionEdges.build(self.edge_index, self.num_nodes,
+                                                   self.edge_weight)
+        return self._attention
