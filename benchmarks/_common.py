@@ -32,6 +32,31 @@ def chosen_names(ap: argparse.ArgumentParser, text: str, every: Iterable[str],
     return names
 
 
+def add_graph_step_args(ap: argparse.ArgumentParser) -> None:
+    """The options of the one-epoch benchmarks on a random RR-sized graph (solitude_step.py,
+    gat_step.py): device, graph size, repeats, seed, output folder."""
+    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    ap.add_argument("--nodes", type=int, default=22470, help="default: Facebook's")
+    ap.add_argument("--edges", default="1e6", help="comma-separated numbers of directed edges")
+    ap.add_argument("--features", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None, help="folder for results.json")
+
+
+def check_graph_step_args(ap: argparse.ArgumentParser, a: argparse.Namespace) -> None:
+    """Check :func:`add_graph_step_args`' options (an argument error otherwise) and set
+    ``a.edge_list``, the edge counts as ints."""
+    try:
+        a.edge_list = [int(float(t)) for t in csv_items(a.edges)]
+    except ValueError:
+        ap.error(f"--edges must be comma-separated numbers, got {a.edges!r}")
+    if not a.edge_list or min(a.edge_list) < 1 or min(a.nodes, a.features, a.repeats) < 1:
+        ap.error("--edges, --nodes, --features and --repeats must be positive")
+    if a.device != "cpu" and not a.device.startswith("cuda"):
+        ap.error(f"--device must be cpu, cuda or cuda:N, got {a.device!r}")
+
+
 def command_line(script: str, argv: list[str] | None) -> str:
     """The command that reproduces this invocation, for the results page."""
     return f"python benchmarks/{script} " + " ".join(

@@ -31,31 +31,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import csv_items, run_python, torch_on, write_results
+from _common import (
+    add_graph_step_args,
+    check_graph_step_args,
+    csv_items,
+    run_python,
+    torch_on,
+    write_results,
+)
 
 IMPLEMENTATIONS = ("dpgl", "pyg")
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
-    ap.add_argument("--nodes", type=int, default=22470, help="default: Facebook's")
-    ap.add_argument("--edges", default="1e6", help="comma-separated numbers of directed edges")
-    ap.add_argument("--features", type=int, default=128)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
+    add_graph_step_args(ap)
     ap.add_argument("--only", default="dpgl,pyg", help="implementations (default dpgl,pyg)")
-    ap.add_argument("--out", type=Path, default=None, help="folder for results.json")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    try:
-        a.edge_list = [int(float(t)) for t in csv_items(a.edges)]
-    except ValueError:
-        ap.error(f"--edges must be comma-separated numbers, got {a.edges!r}")
-    if not a.edge_list or min(a.edge_list) < 1 or min(a.nodes, a.features, a.repeats) < 1:
-        ap.error("--edges, --nodes, --features and --repeats must be positive")
-    if a.device != "cpu" and not a.device.startswith("cuda"):
-        ap.error(f"--device must be cpu, cuda or cuda:N, got {a.device!r}")
+    check_graph_step_args(ap, a)
     a.impls = csv_items(a.only)
     for name in a.impls:
         if name not in IMPLEMENTATIONS:
