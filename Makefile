@@ -43,9 +43,6 @@ bench: $(STAMP)
 	mkdir -p bench-output
 	$(BIN)/python benchmarks/edge_ldp.py --sizes 1e4,1e5 --eps 1,4,8 --out bench-output/edge_ldp.md
 
-# Mutation testing of the privacy-critical code (docs/mutation.md); not part of `make test`
-# or CI. Installs the pinned mutmut into the venv (torch and the other pins cannot move) and
-# runs it in mutation/work/ (reports in mutation/reports/). MUTATION_TIMEOUT (s) bounds it.
 # Wheels for an offline host that brings its own torch and PyG (a GPU machine's CUDA build,
 # docs/gpu.md): dpgl's wheel and every other runtime dependency at its pinned version, for
 # CPython $(WHEELHOUSE_PY) on x86-64 Linux. There: pip install --no-index --find-links DIR dpgl
@@ -62,10 +59,13 @@ wheelhouse: $(STAMP)
 	    print(' '.join(r for r in d['project']['dependencies'] if not r.startswith('torch')))")
 	@ls $(WHEELHOUSE) | wc -l | xargs printf '%s wheels in $(WHEELHOUSE)/\n'
 
+# Mutation testing of the privacy-critical code (docs/mutation.md); not part of `make test`
+# or CI. Installs the pinned mutmut into the venv (torch and the other pins cannot move) and
+# runs it in mutation/work/ (reports in mutation/reports/). MUTATION_TIMEOUT (s) bounds it.
 .PHONY: mutation
 mutation: $(STAMP)
 	$(BIN)/pip install --quiet -c constraints.txt -c constraints-mutation.txt mutmut
 	VENV=$(abspath $(VENV)) mutation/run.sh
 
 clean:
-	rm -rf $(VENV) demo-output wheelhouse .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) demo-output $(WHEELHOUSE) .pytest_cache .ruff_cache .mypy_cache

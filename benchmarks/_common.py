@@ -57,6 +57,26 @@ def check_graph_step_args(ap: argparse.ArgumentParser, a: argparse.Namespace) ->
         ap.error(f"--device must be cpu, cuda or cuda:N, got {a.device!r}")
 
 
+def random_graph_task(n: int, e: int, d: int, seed: int, device: str):
+    """The graph-step benchmarks' task: ``e`` random directed edges on ``n`` nodes, sorted by
+    target as RR reports come, no self-loops; ``d`` dense features, 4 classes, every other node
+    a training node; and the CPU generator they were drawn from (for further draws), a
+    ``sync`` for timing on ``device``. Returns (generator, edge_index, x, y, train, sync)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    dst = torch.sort(torch.randint(0, n, (e,), generator=g)).values
+    src = torch.randint(0, n - 1, (e,), generator=g)
+    src = src + (src >= dst).long()  # no self-loops
+    ei = torch.stack([src, dst]).to(device)
+    del src, dst
+    x = torch.randn(n, d, generator=g).to(device)
+    y = torch.randint(0, 4, (n,), generator=g).to(device)
+    train = torch.arange(0, n, 2, device=device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    return g, ei, x, y, train, sync
+
+
 def command_line(script: str, argv: list[str] | None) -> str:
     """The command that reproduces this invocation, for the results page."""
     return f"python benchmarks/{script} " + " ".join(

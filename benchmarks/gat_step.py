@@ -35,6 +35,7 @@ from _common import (
     add_graph_step_args,
     check_graph_step_args,
     csv_items,
+    random_graph_task,
     run_python,
     torch_on,
     write_results,
@@ -70,16 +71,7 @@ def _child(a: argparse.Namespace) -> None:
     name, e, logits_file = a.child.split(":", 2)
     n, e, d = a.nodes, int(e), a.features
     device = str(resolve_device(a.device))
-    g = torch.Generator().manual_seed(a.seed)
-    dst = torch.sort(torch.randint(0, n, (e,), generator=g)).values
-    src = torch.randint(0, n - 1, (e,), generator=g)
-    src = src + (src >= dst).long()  # no self-loops
-    ei = torch.stack([src, dst]).to(device)
-    del src, dst
-    x = torch.randn(n, d, generator=g).to(device)
-    y = torch.randint(0, 4, (n,), generator=g).to(device)
-    train = torch.arange(0, n, 2, device=device)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    _, ei, x, y, train, sync = random_graph_task(n, e, d, a.seed, device)
     torch.manual_seed(a.seed)
     ours = [WeightedGATConv(d, 16).to(device), WeightedGATConv(16, 4).to(device)]
     row: dict = {"implementation": name, "nodes": n, "edges": e, "features": d}

@@ -27,7 +27,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import add_graph_step_args, check_graph_step_args, torch_on, write_results
+from _common import (
+    add_graph_step_args,
+    check_graph_step_args,
+    random_graph_task,
+    torch_on,
+    write_results,
+)
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -61,16 +67,8 @@ def _case(n: int, e: int, d: int, device: str, repeats: int, seed: int) -> dict:
     from dpgl.nn.weighted_gnn import WeightedGNN
 
     device = str(resolve_device(device))
-    g = torch.Generator().manual_seed(seed)
-    dst = torch.sort(torch.randint(0, n, (e,), generator=g)).values
-    src = torch.randint(0, n - 1, (e,), generator=g)
-    src = src + (src >= dst).long()  # no self-loops
-    ei = torch.stack([src, dst]).to(device)
-    x = torch.randn(n, d, generator=g).to(device)
-    y = torch.randint(0, 4, (n,), generator=g).to(device)
-    train = torch.arange(0, n, 2, device=device)
+    g, ei, x, y, train, sync = random_graph_task(n, e, d, seed, device)
     weight = torch.rand(e, generator=g).to(device).requires_grad_(True)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     torch.manual_seed(seed)
     ours = WeightedGNN("gcn", d, 4, hidden=16, dropout=0.0, activation="relu").to(device)
     torch.manual_seed(seed)

@@ -50,17 +50,16 @@ class AttentionEdges:
         device = edge_index.device
         loops = torch.arange(num_nodes, device=device)
         looped = torch.cat([edge_index.long(), loops.expand(2, -1)], dim=1)
-        weight = (None if edge_weight is None else
-                  torch.cat([edge_weight.detach().float(), torch.ones(num_nodes, device=device)]))
         # sorted by target once, stably (a row's edges keep their order, its loop last, as
         # in the concatenation), so the operator needs no permutation of its own
         order = torch.argsort(looped[1], stable=True)
-        looped = looped[:, order]
-        if weight is None:
-            return cls(EdgeOperator(looped, num_nodes), None, None)
-        weight = weight[order]
+        op = EdgeOperator(looped[:, order], num_nodes)
+        if edge_weight is None:
+            return cls(op, None, None)
+        weight = torch.cat([edge_weight.detach().float(),
+                            torch.ones(num_nodes, device=device)])[order]
         # a zero weight drops its edge from the softmax: exp(log 1e-30) is nothing beside e^e
-        return cls(EdgeOperator(looped, num_nodes), weight, torch.log(weight.clamp_min(1e-30)))
+        return cls(op, weight, torch.log(weight.clamp_min(1e-30)))
 
     @property
     def num_nodes(self) -> int:
