@@ -68,6 +68,9 @@ def test_listings_import_nothing_heavy(args: tuple[str, ...]) -> None:
      "not a Dask scheduler address"),
     (("run", "no-such-grid.yaml", "--executor", "dask", "--address", "tcp://127.0.0.1:8786"),
      "grid file 'no-such-grid.yaml' does not exist"),
+    (("reproduce", "blink", "--executor", "ray2"), "unknown executor 'ray2'"),
+    (("reproduce", "blink", "--executor", "dask", "--address", "tcp://127.0.0.1:8786",
+      "--workers", "2"), "--workers sets the size of the local cluster"),
     (("serve", "--db", "no/such/dir/c.db"), "does not exist"),
     (("collect", "close", "r", "--db", "mysql://x"), "unsupported database URL"),
 ])

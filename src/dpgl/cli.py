@@ -92,6 +92,17 @@ DeviceOption = Annotated[
                  "key; the result records it (docs/gpu.md)."),
 ]
 
+ExecutorOption = Annotated[str, typer.Option(
+    help="Where runs execute: local (here, one after another), process (a pool of "
+         "worker processes) or dask (a Dask cluster: --address, or a local one of "
+         "--workers processes); this process alone writes the store.")]
+WorkersOption = Annotated[int | None, typer.Option(
+    min=1, help="Worker processes for --executor process, or for the local cluster of "
+                "--executor dask without --address (default: the CPU count).")]
+AddressOption = Annotated[str | None, typer.Option(
+    help="With --executor dask: the scheduler of a running Dask cluster, "
+         "tcp://HOST:PORT (docs/experiments.md).")]
+
 
 def _output_dir(path: Path, option: str) -> Path:
     """Create (or check) an output directory before any work: a path under a file, a
@@ -374,17 +385,9 @@ def run(
         Path | None, typer.Option("--report", help="Write tables and plots here when done.")
     ] = None,
     device: DeviceOption = "cpu",
-    executor: Annotated[str, typer.Option(
-        help="Where runs execute: local (here, one after another), process (a pool of "
-             "worker processes) or dask (a Dask cluster: --address, or a local one of "
-             "--workers processes); this process alone writes the store.")] = "local",
-    workers: Annotated[int | None, typer.Option(
-        min=1, help="Worker processes for --executor process, or for the local cluster of "
-                    "--executor dask without --address (default: the CPU count).")
-    ] = None,
-    address: Annotated[str | None, typer.Option(
-        help="With --executor dask: the scheduler of a running Dask cluster, "
-             "tcp://HOST:PORT (docs/experiments.md).")] = None,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = None,
+    address: AddressOption = None,
 ) -> None:
     """Run a grid; finished runs are stored and skipped when the grid is run again."""
     import contextlib
@@ -567,13 +570,22 @@ def reproduce(
                      "runs.jsonl; repeatable); runs already stored are kept."),
     ] = None,
     device: DeviceOption = "cpu",
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = None,
+    address: AddressOption = None,
     quiet: Quiet = False,
 ) -> None:
     """Regenerate a paper's tables and plots (resumable: finished runs are reused; a clean
-    checkout resumes from the committed runs.jsonl)."""
+    checkout resumes from the committed runs.jsonl). With --executor the runs execute in
+    worker processes or on a Dask cluster (each on --threads torch threads), e.g. a GPU
+    host's missing runs in one command (docs/reproductions.md)."""
+    import contextlib
+
     from dpgl.device import check_device
+    from dpgl.experiments.executors import check_executor, make_executor
 
     device = check_device(device)  # before the heavy imports
+    check_executor(executor, address, workers)
     params = tuple(_parse_param(p) for p in param or [])
     for m in merge or ():
         if not m.is_file():
@@ -586,12 +598,15 @@ def reproduce(
         return
     repro = reproductions.get(name)
     target = _output_dir(out_dir or repro.default_out(quick), "--out")
-    with _progress(quiet):
+    pool = None if report_only else make_executor(executor, workers, address)
+    # a Dask executor connects (or starts its local cluster) once, before the first run
+    with _progress(quiet), pool if pool is not None else contextlib.nullcontext():
         written = repro.run(target, quick=quick, data_dir=data_dir, console=out,
                             only=tuple(only or ()), report_only=report_only, threads=threads,
                             methods=tuple(method or ()), skip_methods=tuple(skip_method or ()),
                             epsilons=tuple(epsilon or ()), seeds=tuple(seed or ()),
-                            params=params, merge=tuple(merge or ()), device=device)
+                            params=params, merge=tuple(merge or ()), device=device,
+                            executor=pool)
     for p in written:
         out.print(f"wrote {p}")
 

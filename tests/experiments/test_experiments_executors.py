@@ -4,14 +4,19 @@ resumed grid runs again."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
+import torch
 from _executor_grid import configs, grid_tables, stored_rows
 from _fake_runs import deterministic, dies_at_seed_2
 
+from _cli import run_cli
 from dpgl.errors import ConfigError
-from dpgl.experiments.executors import ProcessExecutor, make_executor
+from dpgl.experiments.executors import ProcessExecutor, make_executor, with_threads
 from dpgl.experiments.runner import run_grid
 from dpgl.experiments.store import RunStore
 
@@ -57,3 +62,59 @@ def test_same_grid_gives_byte_identical_tables_local_and_process(tmp_path: Path)
     local = grid_tables(tmp_path / "local", "--executor", "local")
     process = grid_tables(tmp_path / "process", "--executor", "process", "--workers", "2")
     assert local == process
+
+
+def test_with_threads_runs_the_function_on_that_many_torch_threads() -> None:
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert with_threads(lambda _: torch.get_num_threads(), 1, None) == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(os.environ.get("DPGL_DATA_DIR") or ROOT.parent / "shared" / "datasets")
+
+
+class _Recording(ProcessExecutor):
+    """A process pool that records what the driver hands it."""
+
+    calls: ClassVar[list] = []
+
+    def map_unordered(self, fn, items):
+        self.calls.append((fn, len(items)))
+        yield from super().map_unordered(fn, items)
+
+
+def test_reproduce_on_worker_processes_stores_the_committed_numbers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    """``dpgl reproduce --executor process --workers 2 --threads 1``: the runs go to the pool,
+    each worker on one torch thread, and the driver stores the numbers the committed grid
+    holds, to the digit."""
+    if not (DATA / "planetoid").is_dir():
+        pytest.skip(f"no offline Cora in {DATA}")
+    from dpgl.experiments import executors
+
+    made = []
+    monkeypatch.setattr(executors, "make_executor",
+                        lambda name, workers, address: made.append((name, workers))
+                        or _Recording(workers))
+    _Recording.calls = []
+    code, out, err = run_cli(
+        capsys, "reproduce", "blink", "--full", "--only", "cora-gcn", "--method", "mlp",
+        "--method", "none", "--seed", "0", "--out", str(tmp_path), "--executor", "process",
+        "--workers", "2", "--threads", "1", "--data-dir", str(DATA), "--quiet")
+    assert code == 0, err
+    assert made == [("process", 2)] and "2 ran, 0 failed" in out
+    [(fn, n)] = _Recording.calls
+    fn = fn.run_fn  # the runner's result check around what the driver passed
+    assert n == 2 and fn.func is with_threads and fn.args[1] == 1
+    with RunStore(tmp_path / "runs.sqlite") as s:
+        got = {row["key"]: row["metrics"] for row in s.rows()}
+    committed = {}
+    for line in (ROOT / "results" / "blink" / "runs.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["key"] in got:
+            committed[row["key"]] = row["metrics"]
+    assert len(got) == 2 and got == committed

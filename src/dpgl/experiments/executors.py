@@ -21,7 +21,7 @@ from typing import Any
 from dpgl.errors import ConfigError, one_line
 
 __all__ = ["EXECUTORS", "Completed", "DaskExecutor", "ProcessExecutor", "check_executor",
-           "make_executor"]
+           "make_executor", "with_threads"]
 
 EXECUTORS = ("local", "process", "dask")
 
@@ -71,6 +71,18 @@ def _call(fn: Callable[[Any], Any], item: Any) -> tuple[Any, str | None, str, fl
         return fn(item), None, "", time.perf_counter() - t0
     except Exception as exc:
         return None, one_line(exc), traceback.format_exc(), time.perf_counter() - t0
+
+
+def with_threads(fn: Callable[[Any], Any], threads: int, item: Any) -> Any:
+    """``fn(item)`` on ``threads`` torch intra-op threads: what a worker runs when the driver
+    was told a thread count (a spawned process or a Dask worker starts with torch's default,
+    every core, which oversubscribes a machine shared by several workers). Picklable as
+    ``functools.partial(with_threads, fn, threads)``."""
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return fn(item)
 
 
 def _worker_count(workers: int | None) -> int:

@@ -156,7 +156,8 @@ class Reproduction:
             skip_methods: tuple[str, ...] = (),
             epsilons: tuple[float, ...] = (), seeds: tuple[int, ...] = (),
             params: tuple[tuple[str, Any], ...] = (),
-            merge: tuple[Path, ...] = (), device: str = "cpu") -> list[Path]:
+            merge: tuple[Path, ...] = (), device: str = "cpu",
+            executor: Any = None) -> list[Path]:
         """Run the protocol's steps (resumable), then write the report. ``only``: step labels
         and dataset names; run just the runs of these steps on these datasets (a kind not
         named is not filtered: ``("xyeps", "cora")`` is the xyeps step on Cora, ``("cora",)``
@@ -172,7 +173,10 @@ class Reproduction:
         checkout resumes); ``merge``: exports (``runs.jsonl``) of other copies of this
         protocol's store (another machine's) whose runs are added to this one first.
         ``device``: where the runs train (:func:`dpgl.device.resolve_device`; not part of a
-        run's key, each run records its device)."""
+        run's key, each run records its device). ``executor``: where they execute (None: here,
+        one after another; a :class:`~dpgl.experiments.executors.ProcessExecutor` or
+        :class:`~dpgl.experiments.executors.DaskExecutor`: in its workers, each on ``threads``
+        torch threads, while this process alone writes the store)."""
         from dpgl.experiments.execute import execute_run
         from dpgl.experiments.reproductions._tables import EXPORT, restore
         from dpgl.experiments.runner import run_grid
@@ -204,6 +208,10 @@ class Reproduction:
         timings: dict[str, float] = {}
         recomputed: list[str] = []
         fn = functools.partial(execute_run, data_dir=data_dir, device=device)
+        if executor is not None and n:
+            from dpgl.experiments.executors import with_threads
+
+            fn = functools.partial(with_threads, fn, n)
         for step in self.steps(quick):
             t0 = time.perf_counter()
             if step.measure and (not only or step.label in only_steps):
@@ -223,7 +231,8 @@ class Reproduction:
                     continue
                 with RunStore(store) as s:
                     outcome = run_grid(configs, s, fn, progress=console is not None,
-                                       grid_name=grid.name, console=console)
+                                       grid_name=grid.name, console=console,
+                                       executor=executor)
                 if console is not None:
                     console.print(f"{step.label}: {outcome.summary()}")
             timings[step.label] = timings.get(step.label, 0.0) + time.perf_counter() - t0
