@@ -5,6 +5,7 @@ from what is committed (runs.jsonl / runs.csv / the committed tables), without a
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 from dpgl.experiments import reproductions
+from dpgl.experiments.config import RunConfig
 from dpgl.experiments.reproductions._tables import Runs, md_table, pivot_md, pm
 from dpgl.experiments.store import RunStore
 
@@ -158,24 +160,48 @@ def test_full_protocol_directories_regenerate_byte_identical(name: str, tmp_path
 
 
 def test_runs_export_round_trips_the_store(tmp_path: Path) -> None:
-    from dpgl.experiments.config import RunConfig, RunResult
+    from dpgl.experiments.config import RunResult
 
     cfg = RunConfig.parse({"task": "node", "dataset": "csbm", "method": "rr", "model": "gcn",
                            "epsilon": 1.0, "seed": 0, "params": {"lr": 0.01}}, "test")
+    normalized = cfg.model_copy(update={"data": {"normalize_rows": True}})
+    configs = [cfg, normalized]
     with RunStore(tmp_path / "runs.sqlite") as store:
-        store.put(cfg, RunResult.parse({"metrics": {"test_accuracy": 0.1 + 0.2},
-                                        "privacy": {"summary": "x", "entries": [1],
-                                                    "totals": {"edge-LDP": {"epsilon": 1.0}}}},
-                                       "r"), grid="g")
+        for c in configs:
+            store.put(c, RunResult.parse({"metrics": {"test_accuracy": 0.1 + 0.2},
+                                          "privacy": {"summary": "x", "entries": [1],
+                                                      "totals": {"edge-LDP": {"epsilon": 1.0}}}},
+                                         "r"), grid="g")
         frame = store.to_frame()
-    runs = Runs.load(tmp_path, [cfg])
+    runs = Runs.load(tmp_path, configs)
     assert runs is not None and runs.exported == tmp_path / "runs.jsonl"
     (tmp_path / "runs.sqlite").unlink()
-    again = Runs.load(tmp_path, [cfg])
+    again = Runs.load(tmp_path, configs)
     assert again is not None and again.exported is None
-    pd.testing.assert_frame_equal(again.frame([cfg]), frame)
+    pd.testing.assert_frame_equal(again.frame(configs), frame)
     assert "entries" not in again.rows[0]["privacy"]  # compact: totals and summary only
-    assert again.last_stored().endswith(" UTC") and again.count([cfg]) == 1
+    assert again.last_stored().endswith(" UTC") and again.count(configs) == 2
+    # each row names its whole configuration: data options too, and only where there are some
+    assert [r.get("data") for r in again.of([cfg])] == [None]
+    assert [r.get("data") for r in again.of([normalized])] == [{"normalize_rows": True}]
+    assert [_rebuilt(r).key() for r in again.rows] == [r["key"] for r in again.rows]
+
+
+def _rebuilt(row: dict) -> RunConfig:
+    """The configuration an exported row describes."""
+    return RunConfig.parse({k: row[k] for k in ("task", "dataset", "method", "model", "epsilon",
+                                                "seed", "params")} | {"data": row.get("data", {})},
+                           "exported row")
+
+
+@pytest.mark.parametrize("export", sorted((ROOT / "results").glob("*/runs.jsonl")),
+                         ids=lambda p: p.parent.name)
+def test_every_committed_row_rebuilds_its_configuration(export: Path) -> None:
+    """The committed exports are the public record: each row's fields give back the
+    configuration its key names."""
+    rows = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
+    bad = [r["key"][:12] for r in rows if _rebuilt(r).key() != r["key"]]
+    assert not bad, f"{len(bad)} of {len(rows)} rows do not rebuild their key: {bad[:5]}"
 
 
 def test_table_helpers() -> None:

@@ -17,7 +17,8 @@ from dpgl.experiments.store import RunStore, rows_to_frame
 
 EXPORT = "runs.jsonl"
 #: Fields of a stored run kept in the export (the privacy report without its per-mechanism
-#: entries and notes: its totals, per-user values and summary are what reports read).
+#: entries and notes: its totals, per-user values and summary are what reports read), and
+#: ``data`` where the configuration has data options.
 _FIELDS = ("key", "hparam_key", "grid", "task", "dataset", "method", "model", "epsilon", "seed",
            "params", "metrics", "privacy", "timing", "info", "diagnostics", "created_at",
            "dpgl_version")
@@ -114,7 +115,12 @@ def restore(store: Path, source: Path, configs: Iterable[RunConfig]) -> int:
 
 
 def _compact(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored run as exported: the fields above, and the configuration's data options
+    (``data``, e.g. Blink's ``normalize_rows``) when it has any, so that every exported row
+    names its whole configuration (its fields rebuild a :class:`RunConfig` with its key)."""
     out = {k: row[k] for k in _FIELDS}
+    if row["config"].data:
+        out["data"] = dict(row["config"].data)
     out["privacy"] = {k: v for k, v in row["privacy"].items() if k not in ("entries", "notes")}
     return out
 
