@@ -576,9 +576,11 @@ def reproduce(
     quiet: Quiet = False,
 ) -> None:
     """Regenerate a paper's tables and plots (resumable: finished runs are reused; a clean
-    checkout resumes from the committed runs.jsonl). With --executor the runs execute in
-    worker processes or on a Dask cluster (each on --threads torch threads), e.g. a GPU
-    host's missing runs in one command (docs/reproductions.md)."""
+    checkout resumes from the committed runs.jsonl).
+
+    With --executor the runs execute in worker processes or on a Dask cluster (each on
+    --threads torch threads), e.g. a GPU host's missing runs in one command
+    (docs/reproductions.md)."""
     import contextlib
 
     from dpgl.device import check_device
