@@ -4,20 +4,16 @@ a tiny case and print what the docs read; the timings themselves live in benchma
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("DPGL_DATA_DIR") or ROOT.parent / "shared" / "datasets")
 
 
 def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, DPGL_DATA_DIR=str(DATA)))
+                          timeout=300)
 
 
 def test_gat_step_compares_the_layers_in_their_own_processes(tmp_path: Path) -> None:
@@ -38,10 +34,10 @@ def test_graph_step_benchmarks_refuse_bad_arguments() -> None:
     assert out.returncode == 2 and "unknown implementation 'dgl'" in out.stderr
 
 
-def test_replay_stored_reruns_a_stored_run_and_compares() -> None:
-    if not (DATA / "planetoid").is_dir():
-        pytest.skip(f"no offline Cora in {DATA}")
-    out = _run("benchmarks/replay_stored.py", "blink", "--where", "method=mlp",
+def test_replay_stored_reruns_a_stored_run_and_compares(shared_data_dir, shared_file) -> None:
+    shared_file("planetoid/raw/ind.cora.x")  # skips without the offline Cora
+    out = _run("benchmarks/replay_stored.py", "blink", "--data-dir", str(shared_data_dir),
+               "--where", "method=mlp",
                "--where", "seed=0", "--limit", "1")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

@@ -5,7 +5,6 @@ resumed grid runs again."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -74,7 +73,6 @@ def test_with_threads_runs_the_function_on_that_many_torch_threads() -> None:
 
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA = Path(os.environ.get("DPGL_DATA_DIR") or ROOT.parent / "shared" / "datasets")
 
 
 class _Recording(ProcessExecutor):
@@ -88,12 +86,12 @@ class _Recording(ProcessExecutor):
 
 
 def test_reproduce_on_worker_processes_stores_the_committed_numbers(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch, shared_data_dir,
+        shared_file) -> None:
     """``dpgl reproduce --executor process --workers 2 --threads 1``: the runs go to the pool,
     each worker on one torch thread, and the driver stores the numbers the committed grid
     holds, to the digit."""
-    if not (DATA / "planetoid").is_dir():
-        pytest.skip(f"no offline Cora in {DATA}")
+    shared_file("planetoid/raw/ind.cora.x")  # skips without the offline Cora
     from dpgl.experiments import executors
 
     made = []
@@ -104,7 +102,7 @@ def test_reproduce_on_worker_processes_stores_the_committed_numbers(
     code, out, err = run_cli(
         capsys, "reproduce", "blink", "--full", "--only", "cora-gcn", "--method", "mlp",
         "--method", "none", "--seed", "0", "--out", str(tmp_path), "--executor", "process",
-        "--workers", "2", "--threads", "1", "--data-dir", str(DATA), "--quiet")
+        "--workers", "2", "--threads", "1", "--data-dir", str(shared_data_dir), "--quiet")
     assert code == 0, err
     assert made == [("process", 2)] and "2 ran, 0 failed" in out
     [(fn, n)] = _Recording.calls
