@@ -120,3 +120,31 @@ def test_candidates_are_sorted_by_target_keeping_the_given_order(symmetric: bool
         order = torch.argsort(ei[1] * 12 + ei[0])
         rr_like = ei[:, order]
         assert torch.equal(StructureLearner(rr_like, 12, symmetric=False).edge_index, rr_like)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_int32_candidates_train_as_int64_would(symmetric: bool) -> None:
+    """The candidate edges (and pairs) are stored as int32 and the constant A~ of directed
+    reports as scalars (memory: docs/feature-ldp.md); training on them gives bit for bit
+    what the same candidates in int64 give."""
+    x, y, ei = _graph()
+    n = x.size(0)
+    split = (torch.arange(0, 30), torch.arange(30, 45), torch.arange(45, 60))
+    runs = []
+    for wide in (False, True):
+        learner = StructureLearner(ei, n, symmetric=symmetric)
+        assert learner.edge_index.dtype == torch.int32
+        if symmetric:
+            assert learner.edge_pair.dtype == torch.int32
+        else:
+            assert learner.target.dim() == learner.entries.dim() == 0
+        if wide:
+            learner.edge_index = learner.edge_index.long()
+            if symmetric:
+                learner.edge_pair = learner.edge_pair.long()
+        model = WeightedGNN("gcn", 2, 2, hidden=8)
+        res = train_solitude(model, learner, x, y, y, split,
+                             SolitudeConfig(epochs=15, patience=None, adj_lr=0.05), seed=0)
+        runs.append((res.metrics, learner.weight.detach().clone()))
+    assert runs[0][0] == runs[1][0]
+    assert torch.equal(runs[0][1], runs[1][1])

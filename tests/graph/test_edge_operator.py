@@ -57,6 +57,30 @@ def test_gradcheck_in_both_inputs() -> None:
     assert torch.autograd.gradcheck(lambda a, b: op(a, b), (w, x))
 
 
+@pytest.mark.parametrize("order", ["random", "by_target"])
+def test_int32_indices_are_kept_and_give_the_same_sums(order: str) -> None:
+    """An int32 edge list stays int32 (half the index memory) and gives bit for bit the
+    products and gradients of the same list in int64."""
+    n, ei = 9, _edges(e=60)
+    if order == "by_target":
+        ei = ei[:, torch.argsort(ei[1], stable=True)]
+    g = torch.Generator().manual_seed(4)
+    w0, x0 = torch.rand(ei.size(1), generator=g), torch.randn(n, 3, generator=g)
+    up = torch.randn(n, 3, generator=g)
+    results = []
+    for dtype in (torch.int64, torch.int32):
+        op = EdgeOperator(ei.to(dtype), n)
+        parts = [op.src, op.dst, op.crow, op.col, op.crow_t, op.col_t, op.perm_t]
+        parts += [op.perm] if order == "random" else []
+        assert all(t.dtype == dtype for t in parts)
+        w, x = w0.clone().requires_grad_(), x0.clone().requires_grad_()
+        out = op(w, x)
+        (out * up).sum().backward()
+        results.append((out.detach(), w.grad, x.grad, op.in_degree(w0)))
+    for a, b in zip(*results, strict=True):
+        assert torch.equal(a, b)
+
+
 def test_bad_shapes_are_errors() -> None:
     op = EdgeOperator(_edges(), 9)
     with pytest.raises(ValueError, match="one value per edge"):

@@ -58,29 +58,46 @@ class StructureLearner(nn.Module):
             raise ConfigError(f"edge_index must be [2, E], got {tuple(edge_index.shape)}")
         n = int(num_nodes)
         self.num_nodes, self.symmetric = n, symmetric
-        ei = edge_index.long()
-        ei = ei[:, ei[0] != ei[1]]
+        # indices as int32 where the ids and the edge positions fit (half the memory; the
+        # products read them as they are, EdgeOperator's docstring)
+        small = n < 2**31 and 2 * edge_index.size(1) < 2**31
+        index_dtype = torch.int32 if small else torch.int64
+        dev = edge_index.device
         if symmetric:
+            ei = edge_index.long()
+            ei = ei[:, ei[0] != ei[1]]
             lo, hi = torch.minimum(ei[0], ei[1]), torch.maximum(ei[0], ei[1])
+            del ei
             keys, counts = torch.unique(lo * n + hi, return_counts=True)
+            del lo, hi
             u, v = keys // n, keys % n
-            self.register_buffer("target", counts.float() / 2.0)     # (a_ij + a_ji) / 2
-            self.register_buffer("entries", torch.full_like(self.target, 2.0))
-            pair = torch.arange(keys.numel())
-            both = torch.stack([torch.cat([u, v]), torch.cat([v, u])])
+            del keys
+            target = counts.float() / 2.0  # (a_ij + a_ji) / 2
+            self.register_buffer("target", target)
+            # every pair stands for two entries of A~
+            self.register_buffer("entries", torch.tensor(2.0, device=dev))
+            pair = torch.arange(target.numel(), dtype=index_dtype, device=dev)
+            both = torch.stack([torch.cat([u, v]), torch.cat([v, u])]).to(index_dtype)
+            del u, v
             order = torch.argsort(both[1], stable=True)  # by target (class docstring)
             self.register_buffer("edge_index", both[:, order])
             self.register_buffer("edge_pair", torch.cat([pair, pair])[order])
             # Frobenius optimum: sum over the two entries of (a - w)^2 = 2 (w - mean)^2 + const
-            self.register_buffer("frob_const", ((counts.float() / 2.0) * (1 - counts.float()
-                                                                          / 2.0) * 2).sum())
+            self.register_buffer("frob_const", (target * (1 - target) * 2).sum())
+            weight = target.clone()
         else:
-            self.register_buffer("target", torch.ones(ei.size(1)))
-            self.register_buffer("entries", torch.ones(ei.size(1)))
-            self.register_buffer("edge_index", ei[:, torch.argsort(ei[1], stable=True)])
+            ei = edge_index.to(index_dtype)
+            ei = ei[:, ei[0] != ei[1]]
+            if ei.size(1) > 1 and not bool((ei[1, 1:] >= ei[1, :-1]).all()):
+                ei = ei[:, torch.argsort(ei[1], stable=True)]
+            # A~ = 1 on every report, each weight one entry: scalars, broadcast
+            self.register_buffer("target", torch.tensor(1.0, device=dev))
+            self.register_buffer("entries", torch.tensor(1.0, device=dev))
+            self.register_buffer("edge_index", ei)
             self.register_buffer("edge_pair", None)  # one weight an edge: the weight itself
-            self.register_buffer("frob_const", torch.zeros(()))
-        self.weight = nn.Parameter(self.target.clone())
+            self.register_buffer("frob_const", torch.zeros((), device=dev))
+            weight = torch.ones(ei.size(1), device=dev)
+        self.weight = nn.Parameter(weight)
 
     @property
     def num_candidates(self) -> int:

@@ -29,14 +29,15 @@ def _csr_rows(rows: torch.Tensor, num_rows: int) -> torch.Tensor:
     """CSR row pointers of entries already sorted by ``rows`` (a search, not ``bincount``,
     which has no deterministic form on CUDA)."""
     bounds = torch.arange(num_rows + 1, device=rows.device, dtype=rows.dtype)
-    return torch.searchsorted(rows, bounds)
+    return torch.searchsorted(rows, bounds, out_int32=rows.dtype == torch.int32)
 
 
 def _sorting(keys: torch.Tensor) -> torch.Tensor | None:
-    """The stable order that sorts ``keys``; None when they are sorted already."""
+    """The stable order that sorts ``keys`` (in their integer type); None when they are sorted
+    already."""
     if keys.numel() < 2 or bool((keys[1:] >= keys[:-1]).all()):
         return None
-    return torch.argsort(keys, stable=True)
+    return torch.argsort(keys, stable=True).to(keys.dtype)
 
 
 def _take(t: torch.Tensor, perm: torch.Tensor | None) -> torch.Tensor:
@@ -46,12 +47,18 @@ def _take(t: torch.Tensor, perm: torch.Tensor | None) -> torch.Tensor:
 class EdgeOperator:
     """The edge list ``edge_index`` ([2, E], ``edge_index[0]`` the source j, ``[1]`` the target
     i, PyG's convention) of ``num_nodes`` nodes, prepared for weighted sums: ``op(w, x)`` is
-    ``A(w) @ x`` with ``A(w)[i, j] = sum of w_e over the edges j -> i``. Memory O(E)."""
+    ``A(w) @ x`` with ``A(w)[i, j] = sum of w_e over the edges j -> i``. Memory O(E).
+
+    Its indices keep ``edge_index``'s integer type: int32 halves them (on Facebook's RR reports
+    at eps = 1, 136 million edges, 2.2 GB less; :class:`~dpgl.estimators.solitude.
+    StructureLearner` passes int32 where the ids fit), with the same sums in the same order."""
 
     def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
         check_edge_index(edge_index, num_nodes)
         n = int(num_nodes)
-        src, dst = edge_index[0].long(), edge_index[1].long()
+        if edge_index.dtype == torch.int32 and edge_index.size(1) >= 2**31:
+            edge_index = edge_index.long()  # edge positions (the permutations) need 64 bits
+        src, dst = edge_index[0], edge_index[1]
         self.num_nodes, self.num_edges = n, int(src.numel())
         self.src, self.dst = src, dst
         # CSR of A (rows = targets) and of A^T (rows = sources); perm maps CSR slot -> edge,

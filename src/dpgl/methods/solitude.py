@@ -161,12 +161,14 @@ class Solitude(Method):
                                 dropout=p.dropout, activation=p.activation)
         learner = StructureLearner(noisy_ei, n,
                                    symmetric=p.symmetric and p.variant == "solitude")
+        noisy_edges = int(noisy_ei.size(1))
+        del noisy_ei  # the learner holds its own (int32) copy
         result = train_solitude(model, learner, x, y_eval, targets, split,
                                 p.solitude_config(p.structure_learning and p.variant == "solitude"),
                                 seed=int(ctx.rng.integers(2**31)), output=output)
         info = {
             "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-            "train_seconds": result.seconds, "noisy_edges": int(noisy_ei.size(1)),
+            "train_seconds": result.seconds, "noisy_edges": noisy_edges,
             "kept_edges": result.kept_edges, "mean_edge_weight": result.mean_weight,
             "candidate_edges": int(learner.edge_index.size(1)),
             "per_user_edge_feature_epsilon": float(ctx.epsilon + p.feature_epsilon),
@@ -215,15 +217,17 @@ class SolitudeLink(Method):
             model = WeightedGNN(ctx.model, int(data.x.size(1)), num_classes, hidden=p.hidden,
                                 dropout=p.dropout, activation=p.activation)
         learner = StructureLearner(noisy_ei, n, symmetric=p.symmetric)
+        noisy_edges = int(noisy_ei.size(1))
+        del noisy_ei  # the learner holds its own (int32) copy; 16 bytes an edge freed
         result = train_solitude(model, learner, data.x, data.y, data.y, split,
                                 p.solitude_config(p.structure_learning),
                                 seed=int(ctx.rng.integers(2**31)))
         return MethodOutput(result.metrics, {
             "best_epoch": result.best_epoch, "epochs_run": result.epochs_run,
-            "train_seconds": result.seconds, "noisy_edges": int(noisy_ei.size(1)),
+            "train_seconds": result.seconds, "noisy_edges": noisy_edges,
             "kept_edges": result.kept_edges, "mean_edge_weight": result.mean_weight,
             "candidate_edges": int(learner.edge_index.size(1)),
-            "train_graph_edges": int(noisy_ei.size(1)),
+            "train_graph_edges": noisy_edges,
         })
 
 
