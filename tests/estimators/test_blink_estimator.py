@@ -159,6 +159,28 @@ def test_soft_approximation_bounds_dropped_mass() -> None:
         server.soft(exact_max_n=10, mass_tol=1e-12, max_pairs=10)
 
 
+def test_soft_beyond_max_pairs_is_the_dense_matrix_of_every_posterior() -> None:
+    """Where the bounded pairs would exceed ``max_pairs``, ``dense_max_n`` opts into the exact
+    dense matrix: every posterior (float32), symmetric, zero diagonal; without it, an error."""
+    n = 400
+    u, v = core_graph(n, 10, 0.02, seed=5)
+    client = BlinkClient(1.0, 0.2)
+    reports, noisy = client.simulate(u, v, n, np.random.default_rng(6))
+    server = BlinkServer(client.eps_a).fit(reports, noisy)
+    p = dense_posterior(reports, server.beta, server.eps_a)
+    est = server.soft(exact_max_n=10, mass_tol=1e-12, max_pairs=10, dense_max_n=n)
+    assert est.u.size == 0 and est.info["dense"] and est.info["dropped_mass"] == 0.0
+    d = est.dense.numpy()
+    assert d.dtype == np.float32 and d.shape == (n, n)
+    assert np.array_equal(d, d.T) and not np.any(np.diag(d))
+    assert np.max(np.abs(d - p)) < 1e-7  # float32 of the float64 posteriors
+    assert est.info["total_mass"] == pytest.approx(p.sum() / 2, rel=1e-10)
+    with pytest.raises(ConfigError, match="dense matrix"):
+        est.edge_index()
+    with pytest.raises(ConfigError, match=f"dense_max_n >= {n}"):
+        server.soft(exact_max_n=10, mass_tol=1e-12, max_pairs=10, dense_max_n=n - 1)
+
+
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.2, 1.5, float("nan")])
 def test_bad_degree_share(bad: float) -> None:
     with pytest.raises(PrivacyError, match="degree_share"):

@@ -179,3 +179,25 @@ def test_bad_paper_protocol_params(method: str, params: dict, msg: str) -> None:
                     epsilon=1.0 if private else None)
     with pytest.raises(ConfigError, match=msg):
         validate_config(cfg)
+
+
+def test_soft_blink_beyond_its_pair_limit_trains_on_the_dense_matrix(monkeypatch) -> None:
+    """Forced onto the dense path (a pair limit of 10), Blink-Soft trains on the matrix of every
+    posterior: the same graph as the exact pairs it takes on a small graph, so the same
+    accuracies up to float rounding of the normalisation; GAT on it is a clear error."""
+    from dpgl.methods.edge_ldp import BlinkSoft
+    pairs = execute_run(RunConfig(dataset="csbm", method="blink-soft", model="gcn", epsilon=2.0,
+                                  seed=0, params=FAST))
+    monkeypatch.setattr(BlinkSoft, "soft_options",
+                        {"dense_max_n": 10**5, "exact_max_n": 10, "max_pairs": 10})
+    dense = execute_run(RunConfig(dataset="csbm", method="blink-soft", model="gcn", epsilon=2.0,
+                                  seed=0, params=FAST))
+    assert dense.info["estimator_dense"] is True and "estimator_dense" not in pairs.info
+    assert dense.info["estimated_edges"] == pairs.info["estimated_edges"]
+    assert dense.info["estimated_weight_sum"] == pytest.approx(
+        pairs.info["estimated_weight_sum"], rel=1e-5)
+    for k in ("train_accuracy", "val_accuracy", "test_accuracy"):
+        assert dense.metrics[k] == pytest.approx(pairs.metrics[k], abs=0.005), k
+    with pytest.raises(ConfigError, match="GAT"):
+        execute_run(RunConfig(dataset="csbm", method="blink-soft", model="gat", epsilon=2.0,
+                              seed=0, params=FAST))

@@ -291,16 +291,22 @@ def dense_posterior(reports: DirectedReports, beta: np.ndarray, eps_a: float) ->
 
 @dataclass
 class BlinkEstimate:
-    """An estimated graph as undirected pairs (u < v) with optional weights, plus info."""
+    """An estimated graph as undirected pairs (u < v) with optional weights, plus info; or,
+    for Blink-Soft beyond its pair limit, as the dense matrix of every posterior (``dense``,
+    float32 [n, n], symmetric, zero diagonal; ``u`` and ``v`` empty)."""
 
     u: np.ndarray
     v: np.ndarray
     weight: np.ndarray | None
     num_nodes: int
     info: dict[str, Any] = field(default_factory=dict)
+    dense: torch.Tensor | None = None
 
     def edge_index(self) -> tuple[torch.Tensor, torch.Tensor | None]:
         """PyG (edge_index int64 [2, 2E], edge_weight float32 [2E] or None)."""
+        if self.dense is not None:
+            raise ConfigError("this estimate is a dense matrix (Blink-Soft beyond its pair "
+                              "limit), not an edge list: read .dense")
         return edge_index_from_pairs(self.u, self.v, self.weight)
 
 
@@ -436,13 +442,37 @@ class BlinkServer:
         return self._estimate(u, v, w, total_mass=mass, k=k_ordered, threshold=float(t),
                               unreported_kept=int(keep_u.sum()))
 
+    def dense_posteriors(self, *, block_rows: int = 1024) -> torch.Tensor:
+        """Every posterior P_ij (Algorithm 3) as a float32 [n, n] matrix, symmetric, zero
+        diagonal: the unreported pairs' sigmoid(beta_i + beta_j - 2 eps_a) a block of rows at
+        a time (float64, then float32), then the reported pairs' posteriors. Dense by nature:
+        4 n^2 bytes (Facebook: 2 GB)."""
+        n = self.num_nodes
+        out = torch.empty((n, n), dtype=torch.float32)
+        shift = -2.0 * self.eps_a
+        for r0 in range(0, n, block_rows):
+            r1 = min(r0 + block_rows, n)
+            block = special.expit(self.beta[r0:r1, None] + self.beta[None, :] + shift)
+            out[r0:r1] = torch.from_numpy(block.astype(np.float32))
+        if self.rep_u.size:
+            u, v = torch.from_numpy(self.rep_u), torch.from_numpy(self.rep_v)
+            p = torch.from_numpy(self.rep_p.astype(np.float32))
+            out[u, v] = p
+            out[v, u] = p
+        out.fill_diagonal_(0.0)
+        return out
+
     def soft(self, *, exact_max_n: int = 3000, mass_tol: float = 1e-3,
-             max_pairs: int = 50_000_000) -> BlinkEstimate:
+             max_pairs: int = 50_000_000, dense_max_n: int = 0) -> BlinkEstimate:
         """Blink-Soft: every posterior as an edge weight.
 
         Dense by definition: exact (all n (n - 1) / 2 pairs) when n <= ``exact_max_n``.
         Beyond, keeps the pairs with P >= floor where the floor guarantees a dropped mass
-        <= ``mass_tol`` * ||P||_1; ``info["dropped_mass"]`` is the exact dropped mass.
+        <= ``mass_tol`` * ||P||_1; ``info["dropped_mass"]`` is the exact dropped mass. If that
+        needs more than ``max_pairs`` pairs: the exact dense matrix
+        (:meth:`dense_posteriors`, ``BlinkEstimate.dense``) when n <= ``dense_max_n``, an
+        error otherwise (default ``dense_max_n=0``: never dense; a caller that trains on it
+        opts in, :class:`dpgl.nn.dense_graph.DenseGraph`).
         """
         n = self.num_nodes
         if not 0 < mass_tol < 1:
@@ -483,9 +513,15 @@ class BlinkServer:
                     hi_c = mid
         c = lo_c
         if count_pairs_with_sum_at_least(self.beta, c, sorted_values=bs) > max_pairs:
+            if n <= dense_max_n:
+                e = np.zeros(0, np.int64)
+                est = self._estimate(e, e, None, total_mass=mass, dropped_mass=0.0,
+                                     exact=True, dense=True)
+                est.dense = self.dense_posteriors()
+                return est
             raise ConfigError(f"soft: bounding the dropped mass by {mass_tol:g} * ||P||_1 needs "
-                              f"more than max_pairs={max_pairs} pairs; use hybrid or raise "
-                              "max_pairs")
+                              f"more than max_pairs={max_pairs} pairs; use hybrid, raise "
+                              f"max_pairs, or allow the dense matrix (dense_max_n >= {n})")
         floor_v = float(special.expit(c - 2.0 * self.eps_a))
         i, j = self._unreported_at_least(c, None)
         p0 = posterior(self.beta[i], self.beta[j], 0, self.eps_a)

@@ -133,7 +133,12 @@ def fit_node_model(
             reported=reported,
         )
     else:
+        from dpgl.errors import ConfigError
+        from dpgl.nn.dense_graph import DenseGraph
         from dpgl.train.minibatch import train_node_minibatch
+        if isinstance(graph, DenseGraph):
+            raise ConfigError("mini-batches sample an edge list; a dense estimate (Blink-Soft "
+                              "beyond its pair limit) trains full batch (unset batch_size)")
         rows: object = x
         if not sp.issparse(x) and p.input_dropout == 0:
             sparse = sparse_features(x)  # wide sparse features: rows read from CSR

@@ -160,6 +160,7 @@ class EdgeLDPMethod(Method):
         import torch
 
         from dpgl.nn import PreparedGraph
+        from dpgl.nn.dense_graph import DenseGraph
         data = ctx.dataset
         split, estimated, transform = self.estimate(ctx)
         n = int(data.num_nodes)
@@ -169,7 +170,10 @@ class EdgeLDPMethod(Method):
         acc.spend_nonprivate("labels", "training labels known to the server (Blink setting)",
                              Unit.LABEL_LDP)
         weight = getattr(estimated, "edge_weight", None)
-        graph = PreparedGraph(estimated.edge_index, n, weight)
+        dense = getattr(estimated, "dense_adjacency", None)
+        graph: Any = (DenseGraph(dense) if dense is not None
+                      else PreparedGraph(estimated.edge_index, n, weight))
+        del estimated, dense  # a dense estimate: the graph holds the one copy
         out = fit_scaled(ctx, data.x, data.y, split, graph,
                          getattr(ctx.params, "edge_scale", 1.0), public=self.public_graph(ctx),
                          public_scale=getattr(ctx.params, "public_scale", 1.0))
@@ -177,7 +181,9 @@ class EdgeLDPMethod(Method):
         out.diagnostics["true_edges"] = int(data.edge_index.size(1))
         out.info.update({f"estimator_{k}": v for k, v in transform.last_info.items()
                          if isinstance(v, (int, float, str, bool))})
-        if weight is not None:
+        if isinstance(graph, DenseGraph):
+            out.info["estimated_weight_sum"] = graph.edge_weight_sum
+        elif weight is not None:
             out.info["estimated_weight_sum"] = float(torch.as_tensor(weight).sum())
         return out
 
@@ -296,7 +302,10 @@ class _Blink(EdgeLDPMethod):
         from dpgl.transforms import BlinkTransform
         assert ctx.epsilon is not None and isinstance(ctx.params, BlinkParams)
         return BlinkTransform(ctx.epsilon, ctx.params.degree_share, variant=self.variant,
-                              seed=seed)
+                              seed=seed, soft_options=self.soft_options)
+
+    #: :meth:`dpgl.estimators.blink.BlinkServer.soft`'s options (Blink-Soft's)
+    soft_options: ClassVar[dict[str, Any]] = {}
 
 
 @register
@@ -312,7 +321,11 @@ class BlinkSoft(_Blink):
     name = "blink-soft"
     display_name = "Blink-Soft"
     variant = "soft"
-    summary = "Blink: all posteriors as edge weights (exact up to 3,000 nodes, bounded beyond)"
+    summary = ("Blink: all posteriors as edge weights (exact up to 3,000 nodes, bounded "
+               "beyond, the dense matrix where the bounded pairs would not fit)")
+    #: beyond ``max_pairs`` kept pairs, the exact dense matrix up to this many nodes (two
+    #: float32 n x n matrices in training: 8.6 GB at the limit, 4 GB for Facebook)
+    soft_options: ClassVar[dict[str, Any]] = {"dense_max_n": 32_768}
 
 
 @register

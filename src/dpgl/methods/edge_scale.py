@@ -54,8 +54,11 @@ def scaled_graph(graph: PreparedGraph, scale: float) -> PreparedGraph:
     import torch
 
     from dpgl.nn import PreparedGraph
+    from dpgl.nn.dense_graph import DenseGraph
     if scale == 1.0:
         return graph
+    if isinstance(graph, DenseGraph):
+        return graph.scaled(scale)
     if scale == 0.0:
         return PreparedGraph(torch.zeros(2, 0, dtype=torch.long), graph.num_nodes)
     w = graph.edge_weight if graph.edge_weight is not None else torch.ones(graph.num_edges)

@@ -21,7 +21,8 @@ class BlinkTransform(EdgeLDPTransform):
     """PyG transform: Blink users (:class:`dpgl.mechanisms.blink.BlinkClient`) and server.
 
     ``variant`` is ``"hard"`` (unweighted), ``"hybrid"`` or ``"soft"`` (weighted);
-    ``soft_options`` go to :meth:`BlinkServer.soft`.
+    ``soft_options`` go to :meth:`BlinkServer.soft` (with ``dense_max_n``, a Soft estimate
+    beyond its pair limit is the dense matrix of every posterior: ``dense_adjacency``).
     """
 
     def __init__(self, epsilon: float, degree_share: float = 0.1, variant: str = "hybrid",
@@ -46,5 +47,7 @@ class BlinkTransform(EdgeLDPTransform):
         else:
             est = server.soft(**self.soft_options)
         self.last_info = dict(est.info, reports=len(reports))
+        if est.dense is not None:
+            return None, est.dense  # type: ignore[return-value]  # EdgeLDPTransform.estimate
         return est.edge_index()
 

@@ -2,7 +2,8 @@
 
 A transform maps a :class:`torch_geometric.data.Data` holding the true undirected graph to a
 *new* ``Data`` whose ``edge_index`` (and ``edge_weight`` when the estimator produces
-weights) is the server's estimate; the input object is never mutated (PyG's
+weights) is the server's estimate (an estimate dense by nature: ``dense_adjacency``, float32
+[n, n], and no ``edge_index``); the input object is never mutated (PyG's
 ``BaseTransform.__call__`` passes a shallow copy to :meth:`forward`). Everything else on the
 ``Data`` (features, labels, masks) is shared with the input, as the server sees it.
 """
@@ -50,7 +51,8 @@ class EdgeLDPTransform(BaseTransform):
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Simulate the users' reports for the graph with pairs (u, v), u < v, and return
-        the server's ``(edge_index, edge_weight | None)``."""
+        the server's ``(edge_index, edge_weight | None)``, or ``(None, adjacency)`` for an
+        estimate dense by nature (Blink-Soft beyond its pair limit: float32 [n, n])."""
 
     def forward(self, data: Data) -> Data:
         if getattr(data, "edge_index", None) is None:
@@ -62,7 +64,12 @@ class EdgeLDPTransform(BaseTransform):
         u, v = undirected_pairs(data.edge_index, n)
         with progress.step(f"{n:,} users randomize, the server estimates ({self!r})"):
             edge_index, edge_weight = self.estimate(u, v, n, self.rng)
-        data.edge_index = edge_index
+        if edge_index is None:  # dense: the estimate is a matrix, not an edge list
+            del data.edge_index
+            data.dense_adjacency = edge_weight
+            edge_weight = None
+        else:
+            data.edge_index = edge_index
         if edge_weight is not None:
             data.edge_weight = edge_weight
         elif "edge_weight" in data:

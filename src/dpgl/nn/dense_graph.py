@@ -1,0 +1,112 @@
+"""A graph dense by nature, held as its n x n weighted adjacency: Blink-Soft's estimate, every
+posterior of every pair as an edge weight (Zhu, Tan & Xiao, CCS 2023, Sec. 5.2), when keeping
+its pairs as an edge list would take more memory than the matrix (each kept pair costs two
+directed entries with 64-bit indices, about 40 bytes against the matrix's 8 a pair).
+
+Same interface as :class:`~dpgl.nn.prepared.PreparedGraph` for the full-batch GCN and
+GraphSAGE: :meth:`gcn_adj` and :meth:`mean_adj` are the same normalisations
+(``D^-1/2 (A + I) D^-1/2``, Kipf & Welling 2017 Eq. 2, weighted: Blink App. B Eq. 20; and
+``D^-1 A``, App. B Eq. 22), as dense float32 matrices that a layer multiplies (``adj @ h``).
+Memory: 4 n^2 bytes for the adjacency and as much for the one normalisation a model reads
+(Facebook, 22,470 nodes: 2 GB each). GAT and mini-batches need an edge list: a clear error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from dpgl.errors import ConfigError, GraphError
+
+__all__ = ["DenseGraph"]
+
+#: rows normalised at a time (bounds the temporaries to a block of rows)
+_BLOCK_ROWS = 2048
+
+
+@dataclass
+class DenseGraph:
+    """The weighted adjacency ``adjacency`` ([n, n], ``adjacency[i, j]`` the weight of the edge
+    j -> i, zero diagonal; Blink's is symmetric). Normalisations are built on first use and
+    cached."""
+
+    adjacency: torch.Tensor
+    _cache: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        a = self.adjacency
+        if not isinstance(a, torch.Tensor) or a.dim() != 2 or a.size(0) != a.size(1):
+            shape = tuple(a.shape) if isinstance(a, torch.Tensor) else type(a)
+            raise GraphError(f"a dense adjacency must be an [n, n] tensor, got {shape}")
+        if not a.is_floating_point():
+            raise GraphError(f"a dense adjacency must hold float weights, got {a.dtype}")
+        self.adjacency = a.float()
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.adjacency.size(0))
+
+    @property
+    def num_edges(self) -> int:
+        """Directed entries with a nonzero weight (an undirected pair counts twice, as in an
+        edge list)."""
+        a = self.adjacency
+        return int(torch.count_nonzero(a)) - int(torch.count_nonzero(a.diagonal()))
+
+    @property
+    def edge_weight_sum(self) -> float:
+        """The sum of the weights of every directed entry."""
+        return float(self.adjacency.sum(dtype=torch.float64))
+
+    @property
+    def device(self) -> torch.device:
+        return self.adjacency.device
+
+    def to(self, device: torch.device | str) -> DenseGraph:
+        """This graph on ``device`` (itself when it is there already)."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        if self.device == device:
+            return self
+        moved = DenseGraph(self.adjacency.to(device))
+        moved._cache = {k: m.to(device) for k, m in self._cache.items()}
+        return moved
+
+    def scaled(self, scale: float) -> DenseGraph:
+        """Every weight multiplied by ``scale`` (:func:`dpgl.methods.edge_scale.scaled_graph`)."""
+        return self if scale == 1.0 else DenseGraph(self.adjacency * scale)
+
+    def _normalized(self, left: torch.Tensor, right: torch.Tensor | None) -> torch.Tensor:
+        """``diag(left) A diag(right)`` (``right`` None: ``diag(left) A``), row block by row
+        block into one new matrix."""
+        a = self.adjacency
+        out = torch.empty_like(a)
+        for r0 in range(0, a.size(0), _BLOCK_ROWS):
+            r1 = min(r0 + _BLOCK_ROWS, a.size(0))
+            block = a[r0:r1] * left[r0:r1, None]
+            out[r0:r1] = block if right is None else block * right[None, :]
+        return out
+
+    def gcn_adj(self) -> torch.Tensor:
+        """``D^-1/2 (A + I) D^-1/2`` with ``D_i = 1 + sum_j A[i, j]`` (rows = targets)."""
+        if "gcn" not in self._cache:
+            deg = self.adjacency.sum(dim=1, dtype=torch.float64) + 1.0
+            inv_sqrt = deg.rsqrt().float()
+            out = self._normalized(inv_sqrt, inv_sqrt)
+            out.diagonal().add_(inv_sqrt * inv_sqrt)  # the self-loop's 1, normalised
+            self._cache["gcn"] = out
+        return self._cache["gcn"]
+
+    def mean_adj(self) -> torch.Tensor:
+        """``D^-1 A``, the weighted mean over in-neighbours; a row without weight is zero."""
+        if "mean" not in self._cache:
+            deg = self.adjacency.sum(dim=1, dtype=torch.float64)
+            inv = torch.where(deg > 0, 1.0 / deg, torch.zeros_like(deg)).float()
+            self._cache["mean"] = self._normalized(inv, None)
+        return self._cache["mean"]
+
+    def attention_edges(self) -> None:
+        raise ConfigError("GAT attends over an edge list; a dense estimate (Blink-Soft beyond "
+                          "its pair limit) trains a GCN or GraphSAGE only")
