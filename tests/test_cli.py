@@ -93,6 +93,30 @@ def test_run_grid_then_report(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert (tmp_path / "rep2" / "results.csv").exists()
 
 
+def test_run_threads_sets_each_runs_torch_threads(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    """``dpgl run --threads 1``: the runs train on one torch thread, and say so."""
+    import torch
+
+    from dpgl.experiments.store import RunStore
+    grid = tmp_path / "g.yaml"
+    grid.write_text("name: t\ndatasets: [csbm]\nmodels: [gcn]\nseeds: 1\nmethods: [mlp]\n"
+                    "params: {epochs: 3, patience: null}\n")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        code, _, err = run_cli(capsys, "run", str(grid), "--store", str(tmp_path / "t.sqlite"),
+                               "--quiet", "--threads", "1")
+    finally:
+        torch.set_num_threads(before)
+    assert code == 0, err
+    with RunStore(tmp_path / "t.sqlite") as s:
+        [row] = list(s.rows())
+    assert row["info"]["torch_threads"] == 1
+    code, _, err = run_cli(capsys, "run", str(grid), "--threads", "0")
+    assert code == 2 and "--threads" in err
+
+
 def test_audit_command_passes_and_lists(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "audit", "rr", "--epsilon", "1", "--trials", "2000")
     assert code == 0 and out.startswith("audit rr: PASS")

@@ -388,6 +388,10 @@ def run(
     executor: ExecutorOption = "local",
     workers: WorkersOption = None,
     address: AddressOption = None,
+    threads: Annotated[
+        int | None, typer.Option("--threads", min=1, help="torch threads per run (default: "
+                                 "torch's, every core; with --executor, in each worker).")
+    ] = None,
 ) -> None:
     """Run a grid; finished runs are stored and skipped when the grid is run again."""
     import contextlib
@@ -415,6 +419,14 @@ def run(
     from dpgl.experiments.runner import run_grid
     from dpgl.experiments.store import RunStore
     pool = make_executor(executor, workers, address)
+    fn = functools.partial(execute_run, data_dir=data_dir, download=download, device=dev)
+    if threads:
+        import torch
+
+        from dpgl.experiments.executors import with_threads
+        torch.set_num_threads(threads)
+        if pool is not None:  # a spawned worker starts with every core
+            fn = functools.partial(with_threads, fn, threads)
     with RunStore(path) as st, _progress(quiet):
         # a Dask executor connects (or starts its local cluster) before the grid starts, and
         # lets go of the cluster before the report
@@ -422,8 +434,7 @@ def run(
             outcome = run_grid(
                 configs,
                 st,
-                functools.partial(execute_run, data_dir=data_dir, download=download,
-                                  device=dev),
+                fn,
                 progress=not quiet,
                 grid_name=spec.name,
                 executor=pool,
