@@ -121,6 +121,17 @@ def resolve_device(spec: Any = DEFAULT_DEVICE) -> torch.device:
     return torch.device("cuda", index)
 
 
+def indexed(device: Any) -> torch.device:
+    """``device`` as a ``torch.device`` whose CUDA form carries its index (``cuda`` is the
+    current one), so that it compares equal to a tensor's ``.device``."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 _CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("dpgl_device", default=None)
 
 

@@ -139,13 +139,18 @@ def test_hard_hybrid_soft_equal_dense_reference(eps: float, share: float, n: int
     assert np.max(np.abs(soft.weight - ref["p"][soft.u, soft.v])) < 1e-12
 
 
-def test_soft_approximation_bounds_dropped_mass() -> None:
-    n = 400
+def _server_on_core_graph(eps: float, n: int = 400) -> tuple[BlinkServer, np.ndarray]:
+    """Blink's server on a 400-node graph with a dense core, and its dense posteriors."""
     u, v = core_graph(n, 10, 0.02, seed=5)
-    client = BlinkClient(2.0, 0.2)
+    client = BlinkClient(eps, 0.2)
     reports, noisy = client.simulate(u, v, n, np.random.default_rng(6))
     server = BlinkServer(client.eps_a).fit(reports, noisy)
-    p = dense_posterior(reports, server.beta, server.eps_a)
+    return server, dense_posterior(reports, server.beta, server.eps_a)
+
+
+def test_soft_approximation_bounds_dropped_mass() -> None:
+    n = 400
+    server, p = _server_on_core_graph(2.0, n)
     for tol in (1e-2, 1e-4):
         est = server.soft(exact_max_n=10, mass_tol=tol)
         info = est.info
@@ -163,11 +168,7 @@ def test_soft_beyond_max_pairs_is_the_dense_matrix_of_every_posterior() -> None:
     """Where the bounded pairs would exceed ``max_pairs``, ``dense_max_n`` opts into the exact
     dense matrix: every posterior (float32), symmetric, zero diagonal; without it, an error."""
     n = 400
-    u, v = core_graph(n, 10, 0.02, seed=5)
-    client = BlinkClient(1.0, 0.2)
-    reports, noisy = client.simulate(u, v, n, np.random.default_rng(6))
-    server = BlinkServer(client.eps_a).fit(reports, noisy)
-    p = dense_posterior(reports, server.beta, server.eps_a)
+    server, p = _server_on_core_graph(1.0, n)
     est = server.soft(exact_max_n=10, mass_tol=1e-12, max_pairs=10, dense_max_n=n)
     assert est.u.size == 0 and est.info["dense"] and est.info["dropped_mass"] == 0.0
     d = est.dense.numpy()

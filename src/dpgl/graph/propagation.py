@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from dpgl.device import indexed
 from dpgl.errors import GraphError
 
 
@@ -41,9 +42,7 @@ class SparseOperator:
 
     def to(self, device: torch.device | str) -> SparseOperator:
         """This operator on ``device`` (itself when it is there already)."""
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+        device = indexed(device)
         if self.matrix.device == device:
             return self
         return self.apply(lambda t: t.to(device))

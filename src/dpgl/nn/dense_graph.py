@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from dpgl.device import indexed
 from dpgl.errors import ConfigError, GraphError
 
 __all__ = ["DenseGraph"]
@@ -65,9 +66,7 @@ class DenseGraph:
 
     def to(self, device: torch.device | str) -> DenseGraph:
         """This graph on ``device`` (itself when it is there already)."""
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+        device = indexed(device)
         if self.device == device:
             return self
         moved = DenseGraph(self.adjacency.to(device))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from dpgl.device import indexed
 from dpgl.graph.propagation import (
     SparseOperator,
     check_edge_index,
@@ -53,9 +54,7 @@ class PreparedGraph:
     def to(self, device: torch.device | str) -> PreparedGraph:
         """This graph on ``device``: edges and cached matrices moved (itself when it is there
         already). Matrices built later are built on the CPU (SciPy) and moved once."""
-        device = torch.device(device)
-        if device.type == "cuda" and device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+        device = indexed(device)
         if self.device == device:
             return self
         moved = PreparedGraph(self.edge_index.to(device), self.num_nodes,
