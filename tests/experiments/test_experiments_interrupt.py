@@ -28,9 +28,16 @@ _spec.loader.exec_module(worker)
 N_RUNS = 12
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT back to its default, so Python installs its Ctrl-C handler even
+    when this test runs in a background job, which inherits SIGINT ignored (``cmd &``)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(db: Path, sleep: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(WORKER_PATH), str(db), str(sleep)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
 
 
 def count_rows(db: Path) -> int:

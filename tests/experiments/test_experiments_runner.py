@@ -116,7 +116,16 @@ def test_ctrl_c_during_a_run_stores_nothing_of_it(tmp_path):
         assert {r["seed"] for r in store.rows()} == {0, 1, 2}
 
 
-def test_ctrl_c_during_the_write_is_held_until_the_row_is_committed(tmp_path):
+@pytest.fixture
+def python_sigint():
+    """Python's Ctrl-C handler for the test (a background job inherits SIGINT ignored, and a
+    signal raised then would be ignored, as it should be), the caller's back after."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_the_write_is_held_until_the_row_is_committed(tmp_path, python_sigint):
     with RunStore(tmp_path / "r.db") as store:
         real_put = store.put
         puts = []
