@@ -64,6 +64,29 @@ def test_layer_equals_the_edge_list_formula_in_values_and_gradients(weighted,
     torch.testing.assert_close(layer(x, ei, w), ours.detach())
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_int32_attention_edges_give_the_int64_layers_floats(weighted) -> None:
+    """The attention edges are int32 (half the index memory); the same edges in int64 give
+    the same logits and gradients bit for bit."""
+    import dataclasses
+
+    from dpgl.graph.edge_operator import EdgeOperator
+    torch.manual_seed(0)
+    n, e = 40, 300
+    ei = _edges(n, e, seed=2, sorted_by_target=False)
+    edges = AttentionEdges.build(ei, n, torch.rand(e) if weighted else None)
+    assert edges.op.src.dtype == edges.op.crow.dtype == torch.int32
+    wide = dataclasses.replace(edges, op=EdgeOperator(
+        torch.stack([edges.op.src, edges.op.dst]).long(), n))
+    assert wide.op.crow.dtype == torch.int64
+    layer = WeightedGATConv(7, 5)
+    x = torch.randn(n, 7)
+    outs = [layer(x, g) for g in (edges, wide)]
+    assert torch.equal(outs[0], outs[1])
+    grads = [torch.autograd.grad(o.square().sum(), list(layer.parameters())) for o in outs]
+    assert all(torch.equal(a, b) for a, b in zip(*grads, strict=True))
+
+
 def test_unit_weights_and_no_weights_are_the_same_layer() -> None:
     torch.manual_seed(0)
     ei, x = _edges(20, 120, seed=3, sorted_by_target=False), torch.randn(20, 4)

@@ -5,11 +5,12 @@ With weights ``w_ij`` the attention is the weight-scaled softmax
 a_d^T W h_j)``, and the message is ``w_ij alpha_ij W h_j``; self-loops get weight 1. With all
 weights equal to 1 this is the GAT layer of Velickovic et al. (2018).
 
-Memory O(E), never n x n and never E x d: the logits and the softmax (PyG's sparse softmax)
-are one value per edge, and the weighted sum of messages is one sparse product
-``A(w alpha) @ W h`` through :class:`~dpgl.graph.edge_operator.EdgeOperator` (the edges with
-their self-loops sorted into CSR once a graph, :class:`AttentionEdges`), whose gradient in
-``alpha`` is a sampled product. PyG's ``GATConv`` (and this layer before 2026-11-28) gathers
+Memory O(E), never n x n and never E x d: the logits and the softmax (PyG's segment softmax
+over the CSR rows, int32 indices where the ids fit) are one value per edge, and the weighted
+sum of messages is one sparse product ``A(w alpha) @ W h`` through
+:class:`~dpgl.graph.edge_operator.EdgeOperator` (the edges with their self-loops sorted into
+CSR once a graph, :class:`AttentionEdges`), whose gradient in ``alpha`` is a sampled
+product. PyG's ``GATConv`` (and this layer before 2026-11-28) gathers
 ``W h_j`` per edge: E x d floats, kept for the backward pass, which is what ran a GAT on
 Facebook's RR graph at eps <= 4 (24 to 136 million edges, d = 16) out of the CPU machine's
 24 GB.
@@ -48,8 +49,11 @@ class AttentionEdges:
     def build(cls, edge_index: torch.Tensor, num_nodes: int,
               edge_weight: torch.Tensor | None = None) -> AttentionEdges:
         device = edge_index.device
-        loops = torch.arange(num_nodes, device=device)
-        looped = torch.cat([edge_index.long(), loops.expand(2, -1)], dim=1)
+        # int32 ids where they fit: half the index memory, the same sums (EdgeOperator)
+        small = num_nodes < 2**31 and edge_index.size(1) + num_nodes < 2**31
+        dtype = torch.int32 if small else torch.int64
+        loops = torch.arange(num_nodes, device=device, dtype=dtype)
+        looped = torch.cat([edge_index.to(dtype), loops.expand(2, -1)], dim=1)
         # sorted by target once, stably (a row's edges keep their order, its loop last, as
         # in the concatenation), so the operator needs no permutation of its own
         order = torch.argsort(looped[1], stable=True)
@@ -110,8 +114,10 @@ class WeightedGATConv(nn.Module):
             + (h * self.att_dst).sum(-1).index_select(0, op.dst),
             self.negative_slope,
         )
+        # the softmax over each target's edges by their CSR row pointers (the edges are
+        # sorted by target): segment reductions, no int64 target index needed
         if edges.log_weight is None:
-            return op(softmax(logits, op.dst, num_nodes=n), h) + self.bias
+            return op(softmax(logits, ptr=op.crow, num_nodes=n), h) + self.bias
         # softmax(e + log w) = w exp(e) / sum w exp(e)
-        alpha = softmax(logits + edges.log_weight, op.dst, num_nodes=n)
+        alpha = softmax(logits + edges.log_weight, ptr=op.crow, num_nodes=n)
         return op(edges.weight * alpha, h) + self.bias
