@@ -40,13 +40,15 @@ class BlinkTransform(EdgeLDPTransform):
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
         reports, noisy = self.mechanism.simulate(u, v, num_nodes, rng)
         server = BlinkServer(self.mechanism.eps_a).fit(reports, noisy)
+        num_reports = len(reports)
+        del reports  # the server keeps what it needs (the reported pairs, once each)
         if self.variant == "hard":
             est = server.hard()
         elif self.variant == "hybrid":
             est = server.hybrid()
         else:
             est = server.soft(**self.soft_options)
-        self.last_info = dict(est.info, reports=len(reports))
+        self.last_info = dict(est.info, reports=num_reports)
         if est.dense is not None:
             return None, est.dense  # type: ignore[return-value]  # EdgeLDPTransform.estimate
         return est.edge_index()
