@@ -26,12 +26,33 @@ def _weighted(n: int = 30, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, t
 def test_normalisations_equal_the_sparse_ones(norm: str, monkeypatch) -> None:
     ei, w, a = _weighted()
     monkeypatch.setattr("dpgl.nn.dense_graph._BLOCK_ROWS", 7)  # several row blocks
-    sparse = getattr(PreparedGraph(ei, a.size(0), w), norm)().to_dense()
-    dense = getattr(DenseGraph(a), norm)()
+    sparse_op = getattr(PreparedGraph(ei, a.size(0), w), norm)()
+    dense_op = getattr(DenseGraph(a), norm)()
+    sparse, dense = sparse_op.to_dense(), dense_op.to_dense()
     torch.testing.assert_close(dense, sparse, rtol=1e-6, atol=1e-7)
     assert not torch.any(dense[3] if norm == "mean_adj" else dense[3, torch.arange(30) != 3])
+    # the product and its gradient (A^T g, computed as (g^T A)^T) as the sparse operator's
     x = torch.randn(30, 4)
-    torch.testing.assert_close(dense @ x, sparse @ x, rtol=1e-5, atol=1e-6)
+    g = torch.randn(30, 4)
+    xs, xd = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ys, yd = sparse_op @ xs, dense_op @ xd
+    torch.testing.assert_close(yd, ys, rtol=1e-5, atol=1e-6)
+    (ys * g).sum().backward()
+    (yd * g).sum().backward()
+    torch.testing.assert_close(xd.grad, xs.grad, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(xd.grad, dense.t() @ g, rtol=1e-5, atol=1e-6)
+
+
+def test_a_symmetric_graph_takes_the_symmetric_product_an_asymmetric_one_does_not() -> None:
+    a = _weighted()[2]
+    g = DenseGraph(a)
+    assert g.is_symmetric() and g.gcn_adj().symmetric
+    lopsided = a.clone()
+    lopsided[0, 1] += 1.0
+    h = DenseGraph(lopsided)
+    assert not h.is_symmetric() and not h.gcn_adj().symmetric
+    x = torch.randn(30, 3)
+    torch.testing.assert_close(h.gcn_adj() @ x, h.gcn_adj().to_dense() @ x)
 
 
 def test_counts_scaling_and_device() -> None:
