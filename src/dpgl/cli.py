@@ -398,7 +398,7 @@ def run(
     import functools
 
     from dpgl.device import check_device, resolve_device
-    from dpgl.experiments.executors import check_executor, make_executor
+    from dpgl.experiments.executors import check_executor, make_executor, on_threads
 
     device = check_device(device)  # before the heavy imports
     check_executor(executor, address, workers)
@@ -419,14 +419,8 @@ def run(
     from dpgl.experiments.runner import run_grid
     from dpgl.experiments.store import RunStore
     pool = make_executor(executor, workers, address)
-    fn = functools.partial(execute_run, data_dir=data_dir, download=download, device=dev)
-    if threads:
-        import torch
-
-        from dpgl.experiments.executors import with_threads
-        torch.set_num_threads(threads)
-        if pool is not None:  # a spawned worker starts with every core
-            fn = functools.partial(with_threads, fn, threads)
+    fn = on_threads(functools.partial(execute_run, data_dir=data_dir, download=download,
+                                      device=dev), threads, pool)
     with RunStore(path) as st, _progress(quiet):
         # a Dask executor connects (or starts its local cluster) before the grid starts, and
         # lets go of the cluster before the report

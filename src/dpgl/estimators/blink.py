@@ -449,10 +449,9 @@ class BlinkServer:
         4 n^2 bytes (Facebook: 2 GB)."""
         n = self.num_nodes
         out = torch.empty((n, n), dtype=torch.float32)
-        shift = -2.0 * self.eps_a
         for r0 in range(0, n, block_rows):
             r1 = min(r0 + block_rows, n)
-            block = special.expit(self.beta[r0:r1, None] + self.beta[None, :] + shift)
+            block = posterior(self.beta[r0:r1, None], self.beta[None, :], 0, self.eps_a)
             out[r0:r1] = torch.from_numpy(block.astype(np.float32))
         if self.rep_u.size:
             u, v = torch.from_numpy(self.rep_u), torch.from_numpy(self.rep_v)

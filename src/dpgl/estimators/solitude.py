@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from dpgl.errors import ConfigError
+from dpgl.graph.edge_operator import index_dtype, sort_order
 
 __all__ = ["StructureLearner"]
 
@@ -58,10 +59,8 @@ class StructureLearner(nn.Module):
             raise ConfigError(f"edge_index must be [2, E], got {tuple(edge_index.shape)}")
         n = int(num_nodes)
         self.num_nodes, self.symmetric = n, symmetric
-        # indices as int32 where the ids and the edge positions fit (half the memory; the
-        # products read them as they are, EdgeOperator's docstring)
-        small = n < 2**31 and 2 * edge_index.size(1) < 2**31
-        index_dtype = torch.int32 if small else torch.int64
+        # indices as int32 where the ids and the (at most 2E) edge positions fit
+        dtype = index_dtype(n, 2 * edge_index.size(1))
         dev = edge_index.device
         if symmetric:
             ei = edge_index.long()
@@ -76,8 +75,8 @@ class StructureLearner(nn.Module):
             self.register_buffer("target", target)
             # every pair stands for two entries of A~
             self.register_buffer("entries", torch.tensor(2.0, device=dev))
-            pair = torch.arange(target.numel(), dtype=index_dtype, device=dev)
-            both = torch.stack([torch.cat([u, v]), torch.cat([v, u])]).to(index_dtype)
+            pair = torch.arange(target.numel(), dtype=dtype, device=dev)
+            both = torch.stack([torch.cat([u, v]), torch.cat([v, u])]).to(dtype)
             del u, v
             order = torch.argsort(both[1], stable=True)  # by target (class docstring)
             self.register_buffer("edge_index", both[:, order])
@@ -86,10 +85,11 @@ class StructureLearner(nn.Module):
             self.register_buffer("frob_const", (target * (1 - target) * 2).sum())
             weight = target.clone()
         else:
-            ei = edge_index.to(index_dtype)
+            ei = edge_index.to(dtype)
             ei = ei[:, ei[0] != ei[1]]
-            if ei.size(1) > 1 and not bool((ei[1, 1:] >= ei[1, :-1]).all()):
-                ei = ei[:, torch.argsort(ei[1], stable=True)]
+            order = sort_order(ei[1])
+            if order is not None:
+                ei = ei[:, order]
             # A~ = 1 on every report, each weight one entry: scalars, broadcast
             self.register_buffer("target", torch.tensor(1.0, device=dev))
             self.register_buffer("entries", torch.tensor(1.0, device=dev))

@@ -9,6 +9,7 @@ configuration, so the stored rows, hence the tables, do not depend on the execut
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -83,6 +84,19 @@ def with_threads(fn: Callable[[Any], Any], threads: int, item: Any) -> Any:
     if torch.get_num_threads() != threads:
         torch.set_num_threads(threads)
     return fn(item)
+
+
+def on_threads(fn: Callable[[Any], Any], threads: int | None,
+               executor: Any) -> Callable[[Any], Any]:
+    """``fn`` set to run on ``threads`` torch threads: here (this process's thread count is set
+    now) and, when the runs go to an ``executor``'s workers, in each worker
+    (:func:`with_threads`); ``threads`` None or 0: ``fn`` as it is, torch's default."""
+    if not threads:
+        return fn
+    import torch
+
+    torch.set_num_threads(threads)
+    return fn if executor is None else functools.partial(with_threads, fn, threads)
 
 
 def _worker_count(workers: int | None) -> int:

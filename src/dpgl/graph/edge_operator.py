@@ -22,7 +22,7 @@ import torch
 from dpgl.graph import propagation
 from dpgl.graph.propagation import GATHER_CHUNK, check_edge_index, csr_mm, csr_tensor
 
-__all__ = ["BoundEdgeOperator", "EdgeOperator"]
+__all__ = ["BoundEdgeOperator", "EdgeOperator", "index_dtype", "sort_order"]
 
 
 def _csr_rows(rows: torch.Tensor, num_rows: int) -> torch.Tensor:
@@ -32,7 +32,14 @@ def _csr_rows(rows: torch.Tensor, num_rows: int) -> torch.Tensor:
     return torch.searchsorted(rows, bounds, out_int32=rows.dtype == torch.int32)
 
 
-def _sorting(keys: torch.Tensor) -> torch.Tensor | None:
+def index_dtype(num_nodes: int, num_entries: int) -> torch.dtype:
+    """int32 where the node ids and the entries' positions fit in it (half the memory of
+    int64, and the same sums: :class:`EdgeOperator` keeps an int32 edge list's type), else
+    int64."""
+    return torch.int32 if max(int(num_nodes), int(num_entries)) < 2**31 else torch.int64
+
+
+def sort_order(keys: torch.Tensor) -> torch.Tensor | None:
     """The stable order that sorts ``keys`` (in their integer type); None when they are sorted
     already."""
     if keys.numel() < 2 or bool((keys[1:] >= keys[:-1]).all()):
@@ -56,16 +63,16 @@ class EdgeOperator:
     def __init__(self, edge_index: torch.Tensor, num_nodes: int) -> None:
         check_edge_index(edge_index, num_nodes)
         n = int(num_nodes)
-        if edge_index.dtype == torch.int32 and edge_index.size(1) >= 2**31:
-            edge_index = edge_index.long()  # edge positions (the permutations) need 64 bits
+        if index_dtype(n, edge_index.size(1)) == torch.int64:
+            edge_index = edge_index.long()  # ids or edge positions (permutations) need 64 bits
         src, dst = edge_index[0], edge_index[1]
         self.num_nodes, self.num_edges = n, int(src.numel())
         self.src, self.dst = src, dst
         # CSR of A (rows = targets) and of A^T (rows = sources); perm maps CSR slot -> edge,
         # None where the edges are in that order already (RR reports come sorted by target)
-        self.perm = _sorting(dst)
+        self.perm = sort_order(dst)
         self.crow, self.col = _csr_rows(_take(dst, self.perm), n), _take(src, self.perm)
-        self.perm_t = _sorting(src)
+        self.perm_t = sort_order(src)
         self.crow_t, self.col_t = _csr_rows(_take(src, self.perm_t), n), _take(dst, self.perm_t)
 
     def in_degree(self, weight: torch.Tensor) -> torch.Tensor:

@@ -83,7 +83,7 @@ class DenseGraph:
 
     adjacency: torch.Tensor
     _cache: dict[str, DenseOperator] = field(default_factory=dict, repr=False)
-    _flags: dict[str, bool] = field(default_factory=dict, repr=False)
+    _symmetric: bool | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         a = self.adjacency
@@ -121,7 +121,7 @@ class DenseGraph:
             return self
         moved = DenseGraph(self.adjacency.to(device))
         moved._cache = {k: m.to(device) for k, m in self._cache.items()}
-        moved._flags = dict(self._flags)
+        moved._symmetric = self._symmetric
         return moved
 
     def scaled(self, scale: float) -> DenseGraph:
@@ -142,12 +142,12 @@ class DenseGraph:
     def is_symmetric(self) -> bool:
         """Whether the adjacency equals its transpose (checked a block of rows at a time, once:
         about 6 s for Facebook's on one thread)."""
-        if "symmetric" not in self._flags:
+        if self._symmetric is None:
             a = self.adjacency
-            self._flags["symmetric"] = all(
+            self._symmetric = all(
                 torch.equal(a[r:r + _BLOCK_ROWS], a[:, r:r + _BLOCK_ROWS].t())
                 for r in range(0, a.size(0), _BLOCK_ROWS))
-        return self._flags["symmetric"]
+        return self._symmetric
 
     def gcn_adj(self) -> DenseOperator:
         """``D^-1/2 (A + I) D^-1/2`` with ``D_i = 1 + sum_j A[i, j]`` (rows = targets);

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.utils import softmax
 
-from dpgl.graph.edge_operator import EdgeOperator
+from dpgl.graph.edge_operator import EdgeOperator, index_dtype
 from dpgl.nn.init import finish_weight
 from dpgl.nn.layers import Features, linear
 from dpgl.nn.names import check_weight_init
@@ -49,9 +49,7 @@ class AttentionEdges:
     def build(cls, edge_index: torch.Tensor, num_nodes: int,
               edge_weight: torch.Tensor | None = None) -> AttentionEdges:
         device = edge_index.device
-        # int32 ids where they fit: half the index memory, the same sums (EdgeOperator)
-        small = num_nodes < 2**31 and edge_index.size(1) + num_nodes < 2**31
-        dtype = torch.int32 if small else torch.int64
+        dtype = index_dtype(num_nodes, edge_index.size(1) + num_nodes)  # int32 where it fits
         loops = torch.arange(num_nodes, device=device, dtype=dtype)
         looped = torch.cat([edge_index.to(dtype), loops.expand(2, -1)], dim=1)
         # sorted by target once, stably (a row's edges keep their order, its loop last, as

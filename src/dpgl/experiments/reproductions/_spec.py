@@ -199,19 +199,12 @@ class Reproduction:
         self._check_filters(quick, (*methods, *skip_methods), epsilons, seeds, params)
         only_steps, only_data = self._split_only(quick, only)
         partial = bool(only or methods or skip_methods or epsilons or seeds or params)
-        n = threads or self.threads
-        if n:
-            import torch
-
-            torch.set_num_threads(n)
+        from dpgl.experiments.executors import on_threads
+        fn = on_threads(functools.partial(execute_run, data_dir=data_dir, device=device),
+                        threads or self.threads, executor)
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         timings: dict[str, float] = {}
         recomputed: list[str] = []
-        fn = functools.partial(execute_run, data_dir=data_dir, device=device)
-        if executor is not None and n:
-            from dpgl.experiments.executors import with_threads
-
-            fn = functools.partial(with_threads, fn, n)
         for step in self.steps(quick):
             t0 = time.perf_counter()
             if step.measure and (not only or step.label in only_steps):
