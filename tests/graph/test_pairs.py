@@ -20,6 +20,7 @@ from dpgl.graph.pairs import (
     sample_distinct,
     sample_distinct_excluding,
     sort_pairs,
+    undirected_counts,
     unique_counts,
 )
 
@@ -148,6 +149,24 @@ def test_pairs_with_sum_at_least_matches_brute_force() -> None:
         assert count_pairs_with_sum_at_least(smooth, thr) == brute
     with pytest.raises(ConfigError):
         pairs_with_sum_at_least(vals, -10.0, max_pairs=5)
+
+
+@pytest.mark.parametrize("chunk", [3, 1 << 22])
+def test_undirected_counts_matches_unique_counts_of_the_unordered_keys(chunk: int) -> None:
+    n = 40
+    rng = np.random.default_rng(3)
+    keys = np.sort(rng.choice(n * (n - 1), size=700, replace=False))
+    user, neighbor = index_to_ordered_pair(keys, n)
+    got_keys, got_counts = undirected_counts(user, neighbor, n, chunk=chunk)
+    want_keys, want_counts = unique_counts(
+        pair_to_index(np.minimum(user, neighbor), np.maximum(user, neighbor), n))
+    assert got_counts.dtype == np.int8 and set(got_counts.tolist()) == {1, 2}
+    np.testing.assert_array_equal(got_keys, want_keys)
+    np.testing.assert_array_equal(got_counts, want_counts)
+    empty = np.zeros(0, np.int64)
+    assert undirected_counts(empty, empty, n)[0].size == 0
+    with pytest.raises(GraphError, match="duplicate"):  # (0, 1) reported three times
+        undirected_counts(np.array([0, 1, 0]), np.array([1, 0, 1]), n)
 
 
 def test_unique_counts_and_sort_pairs() -> None:

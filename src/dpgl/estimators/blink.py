@@ -68,7 +68,7 @@ from dpgl.graph.pairs import (
     pair_to_index,
     pairs_with_sum_at_least,
     sort_pairs,
-    unique_counts,
+    undirected_counts,
 )
 from dpgl.mechanisms.neighbor_list import check_num_nodes, edge_index_from_pairs
 from dpgl.mechanisms.rr import DirectedReports
@@ -336,17 +336,21 @@ class BlinkServer:
             fit = BetaFit(beta, 0, math.nan, True)
         self.beta_fit = fit
         self.beta = fit.beta
-        u = np.minimum(reports.user, reports.neighbor)
-        v = np.maximum(reports.user, reports.neighbor)
-        keys, counts = unique_counts(pair_to_index(u, v, n))
-        if counts.size and counts.max() > 2:
-            raise GraphError("reports contain duplicate pairs")
-        self.rep_u, self.rep_v = index_to_pair(keys, n)
+        keys, counts = undirected_counts(reports.user, reports.neighbor, n)
         self.rep_keys = keys
-        self.rep_x = counts.astype(np.float64)
-        self.rep_sum = self.beta[self.rep_u] + self.beta[self.rep_v]
-        self.rep_p = posterior(self.beta[self.rep_u], self.beta[self.rep_v], self.rep_x,
-                               self.eps_a)
+        self.rep_x = counts  # int8: 1 or 2 reports of the pair
+        # the pairs as node ids in int32 where they fit, and their posteriors, a chunk at a
+        # time (the reported pairs are most pairs at a small eps_a: Facebook at eps_a = 0.1
+        # has 1.8e8 of them)
+        idx = np.int32 if n < 2**31 else np.int64
+        self.rep_u = np.empty(keys.size, dtype=idx)
+        self.rep_v = np.empty(keys.size, dtype=idx)
+        self.rep_p = np.empty(keys.size, dtype=np.float64)
+        for s in range(0, keys.size, _CHUNK):
+            i, j = index_to_pair(keys[s:s + _CHUNK], n)
+            self.rep_u[s:s + _CHUNK], self.rep_v[s:s + _CHUNK] = i, j
+            self.rep_p[s:s + _CHUNK] = posterior(self.beta[i], self.beta[j],
+                                                 counts[s:s + _CHUNK], self.eps_a)
         return self
 
     # -- helpers -------------------------------------------------------------------------
@@ -365,8 +369,12 @@ class BlinkServer:
         """||P||_1 over unordered pairs i < j (half the sum of the symmetric matrix)."""
         shift = -2.0 * self.eps_a
         all_p0 = 0.5 * float(sigmoid_rowsums(self.beta, shift, method=self.method).sum())
-        rep_p0 = posterior(self.beta[self.rep_u], self.beta[self.rep_v], 0, self.eps_a)
-        return all_p0 + float(np.sum(self.rep_p - rep_p0))
+        gain = np.empty_like(self.rep_p)  # P - P0 of the reported pairs, a chunk at a time
+        for s in range(0, gain.size, _CHUNK):
+            p0 = posterior(self.beta[self.rep_u[s:s + _CHUNK]],
+                           self.beta[self.rep_v[s:s + _CHUNK]], 0, self.eps_a)
+            np.subtract(self.rep_p[s:s + _CHUNK], p0, out=gain[s:s + _CHUNK])
+        return all_p0 + float(np.sum(gain))
 
     def _estimate(self, u: np.ndarray, v: np.ndarray, w: np.ndarray | None,
                   **info: Any) -> BlinkEstimate:
@@ -453,9 +461,10 @@ class BlinkServer:
             r1 = min(r0 + block_rows, n)
             block = posterior(self.beta[r0:r1, None], self.beta[None, :], 0, self.eps_a)
             out[r0:r1] = torch.from_numpy(block.astype(np.float32))
-        if self.rep_u.size:
-            u, v = torch.from_numpy(self.rep_u), torch.from_numpy(self.rep_v)
-            p = torch.from_numpy(self.rep_p.astype(np.float32))
+        for s in range(0, self.rep_u.size, _CHUNK):
+            u = torch.from_numpy(self.rep_u[s:s + _CHUNK].astype(np.int64))
+            v = torch.from_numpy(self.rep_v[s:s + _CHUNK].astype(np.int64))
+            p = torch.from_numpy(self.rep_p[s:s + _CHUNK].astype(np.float32))
             out[u, v] = p
             out[v, u] = p
         out.fill_diagonal_(0.0)

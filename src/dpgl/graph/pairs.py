@@ -38,6 +38,7 @@ __all__ = [
     "sample_distinct_excluding",
     "sort_pairs",
     "split_sorted_keys",
+    "undirected_counts",
     "unique_counts",
 ]
 
@@ -206,6 +207,34 @@ def unique_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     start = np.flatnonzero(np.concatenate(([True], s[1:] != s[:-1])))
     counts = np.diff(np.concatenate((start, [s.size])))
     return s[start], counts
+
+
+def undirected_counts(user: np.ndarray, neighbor: np.ndarray, n: int, *,
+                      chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+    """The unordered pairs of directed entries (``user[k]`` reported ``neighbor[k]``; no
+    self pairs, no repeated ordered pair): sorted upper-triangle keys and how often each pair
+    was reported (int8, 1 or 2), as :func:`unique_counts` of ``pair_to_index(min, max)``
+    gives them, with ~10 bytes an entry of scratch (one int64 key array, sorted in place, and
+    two byte masks) instead of ~40."""
+    n = _check_n(n)
+    total = int(np.asarray(user).size)
+    keys = np.empty(total, dtype=np.int64)
+    for s in range(0, total, chunk):
+        a, b = user[s:s + chunk], neighbor[s:s + chunk]
+        keys[s:s + chunk] = pair_to_index(np.minimum(a, b), np.maximum(a, b), n)
+    keys.sort()
+    if total == 0:
+        return keys, np.zeros(0, np.int8)
+    # repeat[k]: keys[k] equals keys[k - 1] (the pair's second report)
+    repeat = np.empty(total, dtype=bool)
+    repeat[0] = False
+    np.equal(keys[1:], keys[:-1], out=repeat[1:])
+    if total > 2 and bool(np.any(repeat[1:] & repeat[:-1])):
+        raise GraphError("reports contain duplicate pairs")
+    counts = np.ones(total, dtype=np.int8)
+    counts[:-1] += repeat[1:]
+    np.logical_not(repeat, out=repeat)
+    return keys[repeat], counts[repeat]
 
 
 def _check_generator(rng: object) -> np.random.Generator:
