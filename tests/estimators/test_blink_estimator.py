@@ -16,6 +16,7 @@ from dpgl.estimators.blink import (
     posterior,
     sigmoid_rowsums,
 )
+from dpgl.graph.pairs import undirected_counts
 from dpgl.mechanisms.blink import BlinkClient
 from dpgl.mechanisms.rr import DirectedReports
 
@@ -180,6 +181,30 @@ def test_soft_beyond_max_pairs_is_the_dense_matrix_of_every_posterior() -> None:
         est.edge_index()
     with pytest.raises(ConfigError, match=f"dense_max_n >= {n}"):
         server.soft(exact_max_n=10, mass_tol=1e-12, max_pairs=10, dense_max_n=n - 1)
+
+
+def test_fit_pairs_is_fit_on_the_tabulated_reports_and_checks_them() -> None:
+    """The transform tabulates the reports and drops them before the posteriors are built
+    (:meth:`BlinkServer.fit_pairs`): the same server as :meth:`BlinkServer.fit`, with the
+    pairs' node ids in int32; malformed pairs are one-line errors."""
+    n = 300
+    u, v = random_graph(n, 0.03, seed=3)
+    client = BlinkClient(1.0, 0.5)
+    reports, noisy = client.simulate(u, v, n, np.random.default_rng(4))
+    a = BlinkServer(client.eps_a).fit(reports, noisy)
+    keys, counts = undirected_counts(reports.user, reports.neighbor, n)
+    b = BlinkServer(client.eps_a).fit_pairs(keys, counts, noisy, n)
+    assert a.rep_u.dtype == np.int32 and set(a.rep_x.tolist()) == {1, 2}
+    for name in ("rep_keys", "rep_x", "rep_u", "rep_v", "rep_p", "beta"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.total_mass() == b.total_mass()
+    ref = dense_posterior(reports, a.beta, a.eps_a)
+    np.testing.assert_allclose(a.rep_p, ref[a.rep_u, a.rep_v], rtol=0, atol=1e-15)
+    for bad_keys, bad_counts in [(keys[::-1], counts), (keys, counts + 1),
+                                 (keys.astype(np.float64), counts),
+                                 (np.array([n * (n - 1) // 2]), np.array([1]))]:
+        with pytest.raises(GraphError, match="reported pairs"):
+            BlinkServer(client.eps_a).fit_pairs(bad_keys, bad_counts, noisy, n)
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.2, 1.5, float("nan")])

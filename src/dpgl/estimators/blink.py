@@ -325,7 +325,25 @@ class BlinkServer:
             beta: np.ndarray | None = None) -> BlinkServer:
         """Clip degrees, fit the beta model (unless ``beta`` is given) and tabulate the
         reported pairs with x = a_ij + a_ji."""
-        n = reports.num_nodes
+        keys, counts = undirected_counts(reports.user, reports.neighbor, reports.num_nodes)
+        return self.fit_pairs(keys, counts, noisy_degrees, reports.num_nodes, beta)
+
+    def fit_pairs(self, keys: np.ndarray, counts: np.ndarray, noisy_degrees: object,
+                  num_nodes: int, beta: np.ndarray | None = None) -> BlinkServer:
+        """:meth:`fit` from the reported pairs as :func:`dpgl.graph.pairs.undirected_counts`
+        tabulates them (sorted upper-triangle ``keys``, ``counts`` x_ij in {1, 2}; kept, not
+        copied), so that a caller can drop the reports before the posteriors are built: at a
+        small eps_a most pairs are reported (Facebook at eps_a = 0.1: 1.8e8 pairs)."""
+        n = check_num_nodes(num_nodes)
+        keys, counts = np.asarray(keys), np.asarray(counts)
+        if keys.dtype != np.int64 or keys.ndim != 1 or counts.shape != keys.shape \
+                or not np.issubdtype(counts.dtype, np.integer):
+            raise GraphError("reported pairs need int64 keys and integer counts of one length")
+        if keys.size and (keys[0] < 0 or keys[-1] >= n * (n - 1) // 2
+                          or not bool(np.all(keys[1:] > keys[:-1]))
+                          or counts.min() < 1 or counts.max() > 2):
+            raise GraphError("reported pairs need sorted distinct pair keys in range and "
+                             "counts 1 or 2")
         self.num_nodes = n
         self.degrees = clip_degrees(noisy_degrees, n)
         if beta is None:
@@ -336,12 +354,10 @@ class BlinkServer:
             fit = BetaFit(beta, 0, math.nan, True)
         self.beta_fit = fit
         self.beta = fit.beta
-        keys, counts = undirected_counts(reports.user, reports.neighbor, n)
         self.rep_keys = keys
-        self.rep_x = counts  # int8: 1 or 2 reports of the pair
+        self.rep_x = counts  # 1 or 2 reports of the pair
         # the pairs as node ids in int32 where they fit, and their posteriors, a chunk at a
-        # time (the reported pairs are most pairs at a small eps_a: Facebook at eps_a = 0.1
-        # has 1.8e8 of them)
+        # time
         idx = np.int32 if n < 2**31 else np.int64
         self.rep_u = np.empty(keys.size, dtype=idx)
         self.rep_v = np.empty(keys.size, dtype=idx)

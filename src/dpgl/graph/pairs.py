@@ -163,8 +163,10 @@ def index_to_ordered_pair(k: object, n: int) -> tuple[np.ndarray, np.ndarray]:
     if k.size and (np.any(k < 0) or np.any(k >= total)):
         raise GraphError(f"ordered pair index out of range [0, {total})")
     i = k // (n - 1) if n > 1 else k
-    r = k - i * (n - 1)
-    return i, r + (r >= i)
+    j = i * (n - 1)  # in place from here: three index arrays at most, not five
+    np.subtract(k, j, out=j)
+    j += j >= i
+    return i, j
 
 
 def sort_pairs(rows: np.ndarray, cols: np.ndarray, n: int,
@@ -214,8 +216,8 @@ def undirected_counts(user: np.ndarray, neighbor: np.ndarray, n: int, *,
     """The unordered pairs of directed entries (``user[k]`` reported ``neighbor[k]``; no
     self pairs, no repeated ordered pair): sorted upper-triangle keys and how often each pair
     was reported (int8, 1 or 2), as :func:`unique_counts` of ``pair_to_index(min, max)``
-    gives them, with ~10 bytes an entry of scratch (one int64 key array, sorted in place, and
-    two byte masks) instead of ~40."""
+    gives them, in ~10 bytes an entry all told (one int64 key array, sorted and compacted in
+    place, and two byte arrays) instead of ~40."""
     n = _check_n(n)
     total = int(np.asarray(user).size)
     keys = np.empty(total, dtype=np.int64)
@@ -225,16 +227,28 @@ def undirected_counts(user: np.ndarray, neighbor: np.ndarray, n: int, *,
     keys.sort()
     if total == 0:
         return keys, np.zeros(0, np.int8)
-    # repeat[k]: keys[k] equals keys[k - 1] (the pair's second report)
-    repeat = np.empty(total, dtype=bool)
-    repeat[0] = False
-    np.equal(keys[1:], keys[:-1], out=repeat[1:])
-    if total > 2 and bool(np.any(repeat[1:] & repeat[:-1])):
+    # first[k]: keys[k] differs from keys[k - 1] (the pair's first report)
+    first = np.empty(total, dtype=bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    if total > 2 and not bool(np.all(first[1:] | first[:-1])):
         raise GraphError("reports contain duplicate pairs")
-    counts = np.ones(total, dtype=np.int8)
-    counts[:-1] += repeat[1:]
-    np.logical_not(repeat, out=repeat)
-    return keys[repeat], counts[repeat]
+    counts = np.full(total, 2, dtype=np.int8)
+    counts[:-1] -= first[1:]
+    counts[-1] = 1
+    # keep the first entry of every pair, compacting both arrays in place a chunk at a time
+    # (the write position never passes the read position)
+    kept = 0
+    for s in range(0, total, chunk):
+        m = first[s:s + chunk]
+        part_k, part_c = keys[s:s + chunk][m], counts[s:s + chunk][m]
+        keys[kept:kept + part_k.size] = part_k
+        counts[kept:kept + part_k.size] = part_c
+        kept += part_k.size
+    del first, part_k, part_c, m
+    keys.resize(kept, refcheck=False)  # shrinks the buffers: no copy, no views left
+    counts.resize(kept, refcheck=False)
+    return keys, counts
 
 
 def _check_generator(rng: object) -> np.random.Generator:

@@ -10,6 +10,7 @@ import torch
 
 from dpgl.errors import unknown_name
 from dpgl.estimators.blink import VARIANTS, BlinkServer
+from dpgl.graph.pairs import undirected_counts
 from dpgl.mechanisms.blink import BlinkClient
 from dpgl.rng import SeedLike
 from dpgl.transforms.edge_ldp_transform import EdgeLDPTransform
@@ -39,9 +40,11 @@ class BlinkTransform(EdgeLDPTransform):
     def estimate(self, u: np.ndarray, v: np.ndarray, num_nodes: int,
                  rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
         reports, noisy = self.mechanism.simulate(u, v, num_nodes, rng)
-        server = BlinkServer(self.mechanism.eps_a).fit(reports, noisy)
         num_reports = len(reports)
-        del reports  # the server keeps what it needs (the reported pairs, once each)
+        keys, counts = undirected_counts(reports.user, reports.neighbor, num_nodes)
+        del reports  # before the server builds its posteriors: it keeps each pair once
+        server = BlinkServer(self.mechanism.eps_a).fit_pairs(keys, counts, noisy, num_nodes)
+        del keys, counts
         if self.variant == "hard":
             est = server.hard()
         elif self.variant == "hybrid":
