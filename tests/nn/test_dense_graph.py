@@ -59,6 +59,9 @@ def test_counts_scaling_and_device() -> None:
     ei, w, a = _weighted()
     g = DenseGraph(a)
     assert g.num_nodes == 30 and g.num_edges == ei.size(1)
+    assert g.num_edges == ei.size(1)  # the cached count
+    assert g.scaled(0.5).num_edges == ei.size(1)
+    assert DenseGraph(a[:5, :5]).num_edges == int((a[:5, :5] != 0).sum())
     assert g.edge_weight_sum == pytest.approx(float(w.sum()), rel=1e-6)
     assert g.scaled(1.0) is g
     torch.testing.assert_close(g.scaled(0.5).adjacency, a * 0.5)

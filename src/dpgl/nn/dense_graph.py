@@ -84,6 +84,7 @@ class DenseGraph:
     adjacency: torch.Tensor
     _cache: dict[str, DenseOperator] = field(default_factory=dict, repr=False)
     _symmetric: bool | None = field(default=None, repr=False)
+    _num_edges: int | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         a = self.adjacency
@@ -102,8 +103,10 @@ class DenseGraph:
     def num_edges(self) -> int:
         """Directed entries with a nonzero weight (an undirected pair counts twice, as in an
         edge list)."""
-        a = self.adjacency
-        return int(torch.count_nonzero(a)) - int(torch.count_nonzero(a.diagonal()))
+        if self._num_edges is None:  # counted once (a pass over n^2 entries)
+            a = self.adjacency
+            self._num_edges = int(torch.count_nonzero(a)) - int(torch.count_nonzero(a.diagonal()))
+        return self._num_edges
 
     @property
     def edge_weight_sum(self) -> float:
@@ -121,7 +124,7 @@ class DenseGraph:
             return self
         moved = DenseGraph(self.adjacency.to(device))
         moved._cache = {k: m.to(device) for k, m in self._cache.items()}
-        moved._symmetric = self._symmetric
+        moved._symmetric, moved._num_edges = self._symmetric, self._num_edges
         return moved
 
     def scaled(self, scale: float) -> DenseGraph:
