@@ -49,6 +49,25 @@ def test_product_and_both_gradients_match_the_dense_matrix(order: str) -> None:
     torch.testing.assert_close(op.in_degree(w.detach()), _dense(ei, w.detach(), n).sum(1))
 
 
+@pytest.mark.parametrize("order", ["random", "by_target"])
+def test_a_multigraph_with_more_entries_than_n_squared_has_its_weight_gradient(
+        order: str) -> None:
+    """torch's sampled product fails when the entries outnumber the matrix's n^2 cells
+    (repeated edges); the operator takes the per-edge products there."""
+    n, ei = 5, _edges(5, 60, seed=2)
+    if order == "by_target":
+        ei = ei[:, torch.argsort(ei[1], stable=True)]
+    assert ei.size(1) > n * n
+    g = torch.Generator().manual_seed(3)
+    w = torch.rand(ei.size(1), generator=g, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    up = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    (EdgeOperator(ei, n)(w, x) * up).sum().backward()
+    ref_w = w.detach().clone().requires_grad_()
+    ((_dense(ei, ref_w, n) @ x) * up).sum().backward()
+    torch.testing.assert_close(w.grad, ref_w.grad)
+
+
 def test_gradcheck_in_both_inputs() -> None:
     n, ei = 6, _edges(6, 15, seed=3)
     op = EdgeOperator(ei, n)

@@ -110,7 +110,8 @@ class EdgeOperator:
         under torch's deterministic mode (the trainers switch it on there) :meth:`edge_dot`,
         which that mode keeps bit-deterministic, as :func:`~dpgl.graph.propagation.csr_mm`
         does for the product."""
-        if propagation.uses_gather(x):
+        if propagation.uses_gather(x) or self.num_edges > self.num_nodes ** 2:
+            # (torch's sampled product fails on a multigraph with more entries than n^2)
             return self.edge_dot(grad, x)
         sampled = torch.sparse.sampled_addmm(pattern, grad, x.t().contiguous(), beta=0.0)
         if self.perm is None:

@@ -10,10 +10,11 @@ over the CSR rows, int32 indices where the ids fit) are one value per edge, and 
 sum of messages is one sparse product ``A(w alpha) @ W h`` through
 :class:`~dpgl.graph.edge_operator.EdgeOperator` (the edges with their self-loops sorted into
 CSR once a graph, :class:`AttentionEdges`), whose gradient in ``alpha`` is a sampled
-product. PyG's ``GATConv`` (and this layer before 2026-11-28) gathers
-``W h_j`` per edge: E x d floats, kept for the backward pass, which is what ran a GAT on
-Facebook's RR graph at eps <= 4 (24 to 136 million edges, d = 16) out of the CPU machine's
-24 GB.
+product. Nothing per edge is kept for the backward pass: the attention is recomputed there
+from the per-node scores (:class:`_Attend`). PyG's ``GATConv`` (and this layer before
+2026-11-28) gathers ``W h_j`` per edge: E x d floats, kept for the backward pass, which is
+what ran a GAT on Facebook's RR graph at eps <= 4 (24 to 136 million edges, d = 16) out of
+the CPU machine's 24 GB.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.utils import softmax
+from torch_geometric.utils import segment
 
 from dpgl.graph.edge_operator import EdgeOperator, index_dtype
+from dpgl.graph.propagation import csr_mm
 from dpgl.nn.init import finish_weight
 from dpgl.nn.layers import Features, linear
 from dpgl.nn.names import check_weight_init
@@ -106,16 +108,82 @@ class WeightedGATConv(nn.Module):
             raise ValueError("edge_weight goes with an edge list; AttentionEdges hold theirs")
         if edges.num_nodes != n:
             raise ValueError(f"the edges are on {edges.num_nodes} nodes, x has {n} rows")
+        score_src = (h * self.att_src).sum(-1)
+        score_dst = (h * self.att_dst).sum(-1)
+        return _Attend.apply(score_src, score_dst, h, edges, self.negative_slope) + self.bias
+
+
+def _segment_softmax_(x: torch.Tensor, ptr: torch.Tensor) -> torch.Tensor:
+    """PyG's CSR softmax (``torch_geometric.utils.softmax`` with ``ptr``: the same
+    operations, so the same floats) computed in ``x``'s own storage: one E-sized temporary at a
+    time instead of five."""
+    count = ptr[1:] - ptr[:-1]
+    x.sub_(segment(x, ptr, reduce="max").repeat_interleave(count, output_size=x.numel()))
+    x.exp_()
+    total = segment(x, ptr, reduce="sum") + 1e-16
+    return x.div_(total.repeat_interleave(count, output_size=x.numel()))
+
+
+def _attention(score_src: torch.Tensor, score_dst: torch.Tensor, edges: AttentionEdges,
+               negative_slope: float, *, with_sign: bool = False
+               ) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """Per edge: whether the LeakyReLU's argument ``s_src + s_dst`` is positive (if
+    ``with_sign``), the softmax alpha over each target's edges (by the CSR row pointers: the
+    edges are sorted by target) and the message weights ``w alpha`` (alpha itself when
+    unweighted)."""
+    op = edges.op
+    logits = score_src.index_select(0, op.src).add_(score_dst.index_select(0, op.dst))
+    positive = logits > 0 if with_sign else None
+    F.leaky_relu_(logits, negative_slope)
+    if edges.log_weight is None:
+        alpha = _segment_softmax_(logits, op.crow)
+        return positive, alpha, alpha
+    # softmax(e + log w) = w exp(e) / sum w exp(e)
+    alpha = _segment_softmax_(logits.add_(edges.log_weight), op.crow)
+    return positive, alpha, edges.weight * alpha
+
+
+class _Attend(torch.autograd.Function):
+    """``A(w alpha) @ h`` with alpha the attention of Eq. 24, keeping nothing per edge for the
+    backward pass: it recomputes alpha from the per-node scores (a few E-sized temporaries
+    while it runs) instead of autograd's ~40 bytes an edge a layer (the LeakyReLU's input, the
+    softmax's exponentials and sums, alpha), which on Facebook's RR graph at eps = 1 (136
+    million edges) is 11 GB for two layers. Forward: the same operations as the plain
+    composition (the same floats); backward: the softmax's closed-form gradient
+    alpha (g - sum_row alpha g)."""
+
+    @staticmethod
+    def forward(ctx, score_src: torch.Tensor, score_dst: torch.Tensor,  # type: ignore[override]
+                h: torch.Tensor, edges: AttentionEdges, negative_slope: float) -> torch.Tensor:
+        ctx.edges, ctx.negative_slope = edges, negative_slope
+        ctx.save_for_backward(score_src, score_dst, h)
+        _, _, message = _attention(score_src, score_dst, edges, negative_slope)
+        return csr_mm(edges.op.matrix(message), h)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+        score_src, score_dst, h = ctx.saved_tensors
+        edges: AttentionEdges = ctx.edges
         op = edges.op
-        logits = F.leaky_relu(
-            (h * self.att_src).sum(-1).index_select(0, op.src)
-            + (h * self.att_dst).sum(-1).index_select(0, op.dst),
-            self.negative_slope,
-        )
-        # the softmax over each target's edges by their CSR row pointers (the edges are
-        # sorted by target): segment reductions, no int64 target index needed
-        if edges.log_weight is None:
-            return op(softmax(logits, ptr=op.crow, num_nodes=n), h) + self.bias
-        # softmax(e + log w) = w exp(e) / sum w exp(e)
-        alpha = softmax(logits + edges.log_weight, ptr=op.crow, num_nodes=n)
-        return op(edges.weight * alpha, h) + self.bias
+        grad = grad.contiguous()
+        positive, alpha, message = _attention(score_src, score_dst, edges, ctx.negative_slope,
+                                              with_sign=True)
+        grad_h = (csr_mm(op.matrix(message, transpose=True), grad)
+                  if ctx.needs_input_grad[2] else None)
+        if not (ctx.needs_input_grad[0] or ctx.needs_input_grad[1]):
+            return None, None, grad_h, None, None
+        # d/d(message_e) = <grad[dst_e], h[src_e]>, then through w: d/d(alpha_e)
+        g = op.weight_grad(op.matrix(message), grad, h)
+        del message
+        if edges.weight is not None:
+            g.mul_(edges.weight)
+        # softmax: d/d(logit_e) = alpha_e (g_e - sum over the target's edges of alpha g)
+        count = op.crow[1:] - op.crow[:-1]
+        row = segment(alpha * g, op.crow, reduce="sum")
+        g.sub_(row.repeat_interleave(count, output_size=g.numel())).mul_(alpha)
+        del alpha, row
+        # LeakyReLU: slope where the argument is not positive (torch's rule)
+        g = torch.where(positive, g, g * ctx.negative_slope)
+        grad_src = score_src.new_zeros(op.num_nodes).index_add_(0, op.src, g)
+        grad_dst = score_dst.new_zeros(op.num_nodes).index_add_(0, op.dst, g)
+        return grad_src, grad_dst, grad_h, None, None
