@@ -356,11 +356,10 @@ class BlinkServer:
         self.beta = fit.beta
         self.rep_keys = keys
         self.rep_x = counts  # 1 or 2 reports of the pair
-        # the pairs as node ids in int32 where they fit, and their posteriors, a chunk at a
-        # time
-        idx = np.int32 if n < 2**31 else np.int64
-        self.rep_u = np.empty(keys.size, dtype=idx)
-        self.rep_v = np.empty(keys.size, dtype=idx)
+        # the pairs as int32 node ids (check_num_nodes: n <= 10^7), and their posteriors, a
+        # chunk at a time
+        self.rep_u = np.empty(keys.size, dtype=np.int32)
+        self.rep_v = np.empty(keys.size, dtype=np.int32)
         self.rep_p = np.empty(keys.size, dtype=np.float64)
         for s in range(0, keys.size, _CHUNK):
             i, j = index_to_pair(keys[s:s + _CHUNK], n)

@@ -113,15 +113,20 @@ class WeightedGATConv(nn.Module):
         return _Attend.apply(score_src, score_dst, h, edges, self.negative_slope) + self.bias
 
 
+def _to_entries(per_row: torch.Tensor, ptr: torch.Tensor, size: int) -> torch.Tensor:
+    """A value per CSR row repeated for each of the row's ``size`` entries in all (PyG's
+    softmax broadcasts its segment reductions so)."""
+    return per_row.repeat_interleave(ptr[1:] - ptr[:-1], output_size=size)
+
+
 def _segment_softmax_(x: torch.Tensor, ptr: torch.Tensor) -> torch.Tensor:
     """PyG's CSR softmax (``torch_geometric.utils.softmax`` with ``ptr``: the same
     operations, so the same floats) computed in ``x``'s own storage: one E-sized temporary at a
     time instead of five."""
-    count = ptr[1:] - ptr[:-1]
-    x.sub_(segment(x, ptr, reduce="max").repeat_interleave(count, output_size=x.numel()))
+    x.sub_(_to_entries(segment(x, ptr, reduce="max"), ptr, x.numel()))
     x.exp_()
     total = segment(x, ptr, reduce="sum") + 1e-16
-    return x.div_(total.repeat_interleave(count, output_size=x.numel()))
+    return x.div_(_to_entries(total, ptr, x.numel()))
 
 
 def _attention(score_src: torch.Tensor, score_dst: torch.Tensor, edges: AttentionEdges,
@@ -178,9 +183,8 @@ class _Attend(torch.autograd.Function):
         if edges.weight is not None:
             g.mul_(edges.weight)
         # softmax: d/d(logit_e) = alpha_e (g_e - sum over the target's edges of alpha g)
-        count = op.crow[1:] - op.crow[:-1]
         row = segment(alpha * g, op.crow, reduce="sum")
-        g.sub_(row.repeat_interleave(count, output_size=g.numel())).mul_(alpha)
+        g.sub_(_to_entries(row, op.crow, g.numel())).mul_(alpha)
         del alpha, row
         # LeakyReLU: slope where the argument is not positive (torch's rule)
         g = torch.where(positive, g, g * ctx.negative_slope)

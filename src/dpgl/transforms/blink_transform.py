@@ -44,7 +44,6 @@ class BlinkTransform(EdgeLDPTransform):
         keys, counts = undirected_counts(reports.user, reports.neighbor, num_nodes)
         del reports  # before the server builds its posteriors: it keeps each pair once
         server = BlinkServer(self.mechanism.eps_a).fit_pairs(keys, counts, noisy, num_nodes)
-        del keys, counts
         if self.variant == "hard":
             est = server.hard()
         elif self.variant == "hybrid":
