@@ -148,3 +148,56 @@ def test_int32_candidates_train_as_int64_would(symmetric: bool) -> None:
         runs.append((res.metrics, learner.weight.detach().clone()))
     assert runs[0][0] == runs[1][0]
     assert torch.equal(runs[0][1], runs[1][1])
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_the_proximal_step_in_blocks_gives_one_passs_floats(
+        symmetric: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpgl.estimators.solitude as structure
+    _, _, ei = _graph()
+    one, blocks = StructureLearner(ei, 60, symmetric=symmetric), StructureLearner(
+        ei, 60, symmetric=symmetric)
+    g = torch.Generator().manual_seed(2)
+    start = torch.rand(one.num_candidates, generator=g) * 1.4 - 0.2  # some outside [0, 1]
+    with torch.no_grad():
+        one.weight.copy_(start)
+        blocks.weight.copy_(start)
+    one.proximal_step(0.05, 1.0, 1.2)
+    monkeypatch.setattr(structure, "PROX_CHUNK", 7)
+    blocks.proximal_step(0.05, 1.0, 1.2)
+    assert torch.equal(one.weight, blocks.weight)
+    # the closed form: a shifted soft-threshold, then [0, 1]
+    e = one.entries
+    den = 1 + 2 * 0.05 * 1.0 * e
+    shifted = start + 2 * 0.05 * 1.0 * e * one.target
+    ref = (torch.sign(shifted) * (shifted.abs() - 0.05 * 1.2 * e).clamp_min(0) / den)
+    torch.testing.assert_close(one.weight.detach(), ref.clamp(0, 1))
+
+
+def test_no_graph_outlives_its_backward_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass's products hold per-edge tensors (the weights they were bound to, the transposed
+    matrix) until its graph goes; by the proximal step both passes' graphs are gone."""
+    import weakref
+
+    from dpgl.graph.edge_operator import EdgeOperator
+    bound: list[weakref.ref] = []
+    bind = EdgeOperator.bind
+    monkeypatch.setattr(EdgeOperator, "bind",
+                        lambda self, w: bound.append(weakref.ref(b := bind(self, w))) or b)
+    x, y, ei = _graph()
+    n = x.size(0)
+    learner = StructureLearner(ei, n)
+    checked = []
+    prox = learner.proximal_step
+
+    def proximal_step(*args: float) -> None:
+        checked.append(sum(ref() is not None for ref in bound))
+        prox(*args)
+
+    monkeypatch.setattr(learner, "proximal_step", proximal_step)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(1))
+    split = (perm[:30], perm[30:45], perm[45:])
+    model = WeightedGNN("gcn", 2, 2, hidden=8)
+    train_solitude(model, learner, x, y, y, split, SolitudeConfig(epochs=3, patience=None),
+                   seed=0)
+    assert checked == [0, 0, 0]

@@ -8,7 +8,8 @@ import torch
 from torch_geometric.nn import GCNConv
 
 from dpgl.errors import GraphError
-from dpgl.graph.edge_operator import EdgeOperator
+from dpgl.graph.edge_operator import EdgeOperator, _sampled_values
+from dpgl.graph.propagation import csr_tensor
 from dpgl.nn.weighted_gnn import WeightedGNN, _gcn_norm, _WeightedGCN
 
 
@@ -66,6 +67,45 @@ def test_a_multigraph_with_more_entries_than_n_squared_has_its_weight_gradient(
     ref_w = w.detach().clone().requires_grad_()
     ((_dense(ei, ref_w, n) @ x) * up).sum().backward()
     torch.testing.assert_close(w.grad, ref_w.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("index", [torch.int32, torch.int64])
+def test_the_sampled_product_in_row_blocks_gives_torchs_floats(
+        dtype: torch.dtype, index: torch.dtype) -> None:
+    """Blocks of whole rows (one entry a block, rows longer than a block, empty rows) give
+    the same floats, bit for bit, as torch's one call; so does a row with more entries than
+    the matrix has columns (a multigraph), which goes to that call."""
+    g = torch.Generator().manual_seed(4)
+    n = 40
+    keys = torch.unique(torch.randint(0, n * n, (700,), generator=g))
+    keys = keys[(keys // n) % 7 != 3]  # some empty rows
+    crow = torch.searchsorted(keys // n, torch.arange(n + 1)).to(index)
+    pattern = csr_tensor(crow, (keys % n).to(index), torch.ones(keys.numel(), dtype=dtype),
+                         (n, n))
+    a, b = torch.randn(n, 16, generator=g, dtype=dtype), torch.randn(16, n, generator=g,
+                                                                      dtype=dtype)
+    whole = torch.sparse.sampled_addmm(pattern, a, b, beta=0.0).values()
+    for chunk in (1, 7, 40, 333, 1 << 22):
+        assert torch.equal(_sampled_values(pattern, a, b, chunk), whole)
+    rows = torch.tensor([0, 6, 6, 7, 8], dtype=index)  # row 0: 6 entries in 4 columns
+    multi = csr_tensor(rows, torch.tensor([0, 1, 2, 3, 0, 1, 2, 3], dtype=index),
+                       torch.ones(8, dtype=dtype), (4, 4))
+    a, b = a[:4], b[:, :4]
+    assert torch.equal(_sampled_values(multi, a, b, 2),
+                       torch.sparse.sampled_addmm(multi, a, b, beta=0.0).values())
+
+
+def test_the_weight_gradient_is_the_same_in_any_block_size() -> None:
+    n, ei = 30, _edges(30, 500, seed=5)
+    op = EdgeOperator(ei, n)
+    g = torch.Generator().manual_seed(6)
+    w, x = torch.rand(ei.size(1), generator=g), torch.randn(n, 8, generator=g)
+    up = torch.randn(n, 8, generator=g)
+    whole = op.weight_grad(op.matrix(w), up, x)
+    for chunk in (1, 13, 100):
+        assert torch.equal(op.weight_grad(op.matrix(w), up, x, chunk=chunk), whole)
+    torch.testing.assert_close(whole, op.edge_dot(up, x))
 
 
 def test_gradcheck_in_both_inputs() -> None:

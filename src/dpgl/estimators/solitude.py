@@ -31,6 +31,9 @@ from dpgl.graph.edge_operator import index_dtype, sort_order
 
 __all__ = ["StructureLearner"]
 
+#: weights a block of :meth:`StructureLearner.proximal_step` updates at once
+PROX_CHUNK = 1 << 22
+
 
 class StructureLearner(nn.Module):
     """A^c on the candidate set of the noisy edges ``edge_index`` (directed reports).
@@ -121,12 +124,18 @@ class StructureLearner(nn.Module):
         lambda1 ||A~ - A^c||_F^2 + lambda2 ||A^c||_1 (each weight stands for ``entries``
         matrix entries), followed by the projection onto [0, 1]:
         w <- argmin_w (w - z)^2 / (2 step) + e lambda1 (w - t)^2 + e lambda2 |w|."""
-        z, e, t = self.weight, self.entries, self.target
+        e = self.entries
         den = 1.0 + 2.0 * step * lambda1 * e
-        pos = (z + 2.0 * step * lambda1 * e * t - step * lambda2 * e) / den
-        neg = (z + 2.0 * step * lambda1 * e * t + step * lambda2 * e) / den
-        z.copy_(torch.where(pos > 0, pos, torch.where(neg < 0, neg, torch.zeros_like(z))))
-        z.clamp_(0.0, 1.0)
+        per_weight = self.target.dim() > 0
+        # in blocks: the same floats as one pass, with five block-sized temporaries instead of
+        # five weight-sized ones (136 million weights on Facebook's RR reports at eps = 1)
+        for start in range(0, self.weight.numel(), PROX_CHUNK):
+            z = self.weight[start:start + PROX_CHUNK]
+            t = self.target[start:start + PROX_CHUNK] if per_weight else self.target
+            pos = (z + 2.0 * step * lambda1 * e * t - step * lambda2 * e) / den
+            neg = (z + 2.0 * step * lambda1 * e * t + step * lambda2 * e) / den
+            z.copy_(torch.where(pos > 0, pos, torch.where(neg < 0, neg, torch.zeros_like(z))))
+            z.clamp_(0.0, 1.0)
 
     def edges(self, threshold: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
         """The learned graph: edges whose weight exceeds ``threshold``, with weights."""

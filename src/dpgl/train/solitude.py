@@ -103,16 +103,21 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
         for epoch in range(1, config.epochs + 1):
             model.train()
             opt.zero_grad()
-            logits = model(x, op, learner.edge_weight(detach=True))
-            loss = F.cross_entropy(out_fn(logits)[train_idx], targets[train_idx])
+            loss = F.cross_entropy(out_fn(model(x, op, learner.edge_weight(detach=True)))
+                                   [train_idx], targets[train_idx])
             loss.backward()
+            train_loss = loss.item()
+            # a graph's products keep per-edge tensors (the normalised weights, the transposed
+            # matrix) until the graph goes: none is kept past its backward pass
+            del loss
             opt.step()
             if config.structure_learning:
                 for _ in range(config.inner_steps):
                     opt_adj.zero_grad()
-                    logits = model(x, op, learner.edge_weight())
-                    gnn = F.cross_entropy(out_fn(logits)[train_idx], targets[train_idx])
+                    gnn = F.cross_entropy(out_fn(model(x, op, learner.edge_weight()))
+                                          [train_idx], targets[train_idx])
                     (config.gnn_weight * gnn).backward()
+                    del gnn
                     opt_adj.step()
                     learner.proximal_step(config.adj_lr, config.lambda1, config.lambda2)
             model.eval()
@@ -120,7 +125,7 @@ def train_solitude(model: WeightedGNN, learner: StructureLearner, x: torch.Tenso
                 val = _evaluate(model(x, op, learner.edge_weight()), y_eval, val_idx,
                                 num_classes)
             score = (val["accuracy"], val["loss"])
-            bar.advance(loss=loss.item(), val_accuracy=score[0])
+            bar.advance(loss=train_loss, val_accuracy=score[0])
             if better_epoch(score, best, config.select_by):
                 best, best_epoch, since = score, epoch, 0
                 best_state = (copy.deepcopy(model.state_dict()), learner.weight.detach().clone())
