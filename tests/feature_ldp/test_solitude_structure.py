@@ -151,7 +151,7 @@ def test_int32_candidates_train_as_int64_would(symmetric: bool) -> None:
 
 
 @pytest.mark.parametrize("symmetric", [False, True])
-def test_the_proximal_step_in_blocks_gives_one_passs_floats(
+def test_the_proximal_step_in_blocks_gives_the_floats_of_one_pass(
         symmetric: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     import dpgl.estimators.solitude as structure
     _, _, ei = _graph()

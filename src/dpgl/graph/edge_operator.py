@@ -7,11 +7,11 @@ scatter-add, and its ``GCNConv`` redoes the normalisation (self-loops appended t
 edge list, a degree scatter) in every layer of every forward pass. Here the structure is sorted
 into CSR once (rows = targets, and once more for the transpose), the forward and the gradient
 in ``x`` are one sparse product each (:func:`dpgl.graph.propagation.csr_mm`), and the
-gradient in ``w``, ``dL/dw_e = <dL/dout[dst_e], x[src_e]>``, is one sampled product over the
-CSR entries on the CPU (``torch.sparse.sampled_addmm``) and chunked gathers of bounded memory
-on a GPU. :meth:`EdgeOperator.bind` shares one ``A(w)`` between products (both layers of a
-GNN). Measured on Facebook's RR reports at eps = 3 (24 million directed edges, one CPU
-thread): a Solitude epoch from 43 s to about 7 s (docs/feature-ldp.md,
+gradient in ``w``, ``dL/dw_e = <dL/dout[dst_e], x[src_e]>``, is a sampled product over the
+CSR entries on the CPU (``torch.sparse.sampled_addmm``, on blocks of rows) and chunked gathers
+of bounded memory on a GPU. :meth:`EdgeOperator.bind` shares one ``A(w)`` between products
+(both layers of a GNN). Measured on Facebook's RR reports at eps = 3 (24 million directed
+edges, one CPU thread): a Solitude epoch from 43 s to about 7 s (docs/feature-ldp.md,
 benchmarks/solitude_step.py).
 """
 
@@ -141,7 +141,7 @@ class EdgeOperator:
                     chunk: int = SAMPLED_CHUNK) -> torch.Tensor:
         """The gradient of ``sum(grad * A(w) @ x)`` in ``w``: ``<grad[dst_e], x[src_e]>`` per
         edge, ``pattern`` any :meth:`matrix` (only its entries' positions are read). On the CPU
-        one sampled product over the CSR entries (``torch.sparse.sampled_addmm``); on a GPU
+        a sampled product over the CSR entries (``torch.sparse.sampled_addmm``); on a GPU
         under torch's deterministic mode (the trainers switch it on there) :meth:`edge_dot`,
         which that mode keeps bit-deterministic, as :func:`~dpgl.graph.propagation.csr_mm`
         does for the product. The sampled product runs on blocks of rows of about ``chunk``
