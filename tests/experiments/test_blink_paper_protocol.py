@@ -6,6 +6,7 @@ protocol has one step per block with the paper protocol's options, and the compa
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -148,6 +149,8 @@ def test_compare_and_count_on_a_synthetic_block() -> None:
         False, True)
     assert not t.loc[("dprr", 1.0), "agree"] and t.loc[("mlp", math.nan), "paper"] == 60.0
     assert pd.isna(t.loc[("ldpgen", 1.0), "ours"]) and pd.isna(t.loc[("ldpgen", 1.0), "agree"])
+    assert str(t["n_seeds"].dtype) == "Int64" and pd.isna(t.loc[("ldpgen", 1.0), "n_seeds"])
+    assert "3.0" not in set(pd.read_csv(io.StringIO(t.to_csv()), dtype=str)["n_seeds"])
     assert t.loc[("rr", 1.0), "mapped"] == pytest.approx(60 + (51.5 - 60) / 2)
     assert t.loc[("dprr", 1.0), "mapped"] == pytest.approx(40.0)  # 60 + (20 - 60) / 2
     assert bool(t.loc[("dprr", 1.0), "mapped_agree"]) and pd.isna(t.loc[("none", math.nan),

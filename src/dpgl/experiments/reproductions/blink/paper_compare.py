@@ -77,6 +77,9 @@ def compare(planned: pd.DataFrame, summary: pd.DataFrame, paper: pd.DataFrame) -
         out = out.merge(ours.drop(columns="epsilon"), on=_KEY, how="left")
     else:
         out = out.assign(n_seeds=math.nan, ours=math.nan, ours_std=math.nan)
+    # a count: stays an integer column (empty where not run), so the CSV does not flip from
+    # "3.0" to "3" on every row when a grid's last missing point lands
+    out["n_seeds"] = out["n_seeds"].astype("Int64")
     pap = paper.rename(columns={"test_accuracy": "paper", "std": "paper_std"})
     pap = pap.assign(eps_key=_eps_key(pap["epsilon"]), paper_model=pap["model"])[
         ["dataset", "paper_model", "method", "eps_key", "paper", "paper_std", "plotted"]]
